@@ -1,0 +1,12 @@
+"""Alembic environment: always runs on a connection handed in by :mod:`ledger.migrations`."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from ledger.stores.schema import metadata
+
+connection = context.config.attributes["connection"]
+context.configure(connection=connection, target_metadata=metadata)
+with context.begin_transaction():
+    context.run_migrations()

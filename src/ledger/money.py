@@ -1,0 +1,99 @@
+"""Exact money: decimal amounts in, integers of the minor unit stored, decimal strings out.
+
+Nothing here ever rounds. An amount that does not fit its currency's scale exactly is an error,
+because a silently rounded entry fee is a wrong charge. Conversion uses integer arithmetic on the
+decimal's digits so that no context precision can round behind our back.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from .errors import InvalidAmount
+
+__all__ = ["MAX_MINOR", "from_minor", "parse_decimal", "render", "to_minor"]
+
+# Largest amount accepted in minor units. int64 holds 9.2e18; keeping single amounts below 1e17
+# leaves headroom for balances that sum many of them without overflowing the database column.
+MAX_MINOR = 10**17
+
+
+def parse_decimal(value: object, *, field: str = "amount") -> Decimal:
+    """Turn a JSON-ish value into a Decimal without passing through binary floating point.
+
+    Accepts ``Decimal``, ``int`` and decimal strings. A ``float`` can only reach here from a
+    caller that parsed JSON lossily; it is converted through its shortest round-trip ``repr``,
+    which reproduces the digits the JSON text held for any amount of up to 15 significant digits.
+    Booleans are refused even though Python treats them as integers.
+    """
+    if isinstance(value, bool):
+        raise InvalidAmount(f"{field}: a boolean is not an amount")
+    if isinstance(value, Decimal):
+        result = value
+    elif isinstance(value, int):
+        result = Decimal(value)
+    elif isinstance(value, float):
+        result = Decimal(repr(value))
+    elif isinstance(value, str):
+        text = value.strip()
+        if not text or len(text) > 64:
+            raise InvalidAmount(f"{field}: {value!r} is not a decimal amount")
+        try:
+            result = Decimal(text)
+        except ArithmeticError:
+            raise InvalidAmount(f"{field}: {value!r} is not a decimal amount") from None
+    else:
+        raise InvalidAmount(f"{field}: expected a decimal number or string")
+    if not result.is_finite():
+        raise InvalidAmount(f"{field}: {value!r} is not finite")
+    return result
+
+
+def to_minor(amount: Decimal, scale: int, *, field: str = "amount") -> int:
+    """Exact conversion of a non-negative decimal to integer minor units of a currency.
+
+    Raises :class:`InvalidAmount` when the amount is negative, not finite, too large, or has
+    non-zero digits finer than ``scale`` (``10.001`` in a 2-decimal currency). ``10.0100`` is fine:
+    trailing zeros are not precision.
+    """
+    if not amount.is_finite():
+        raise InvalidAmount(f"{field}: {amount} is not finite")
+    sign, digits, exponent = amount.as_tuple()
+    assert isinstance(exponent, int)  # finite, so never 'n', 'N' or 'F'
+    if sign and any(digits):
+        raise InvalidAmount(f"{field}: {amount} is negative")
+    coefficient = int("".join(map(str, digits)) or "0")
+    if coefficient == 0:
+        return 0
+    # Reject absurd exponents before building huge integers (1E+999999 would take a while).
+    if amount.adjusted() > 18:
+        raise InvalidAmount(f"{field}: {amount} is too large")
+    shift = exponent + scale
+    if shift >= 0:
+        minor = coefficient * 10**shift
+    else:
+        divisor = 10**-shift
+        if coefficient % divisor:
+            raise InvalidAmount(
+                f"{field}: {amount} has more than {scale} decimal places for its currency"
+            )
+        minor = coefficient // divisor
+    if minor > MAX_MINOR:
+        raise InvalidAmount(f"{field}: {amount} is too large")
+    return minor
+
+
+def from_minor(minor: int, scale: int) -> Decimal:
+    """The exact decimal value of ``minor`` units at ``scale`` decimal places."""
+    return Decimal(minor).scaleb(-scale) if scale else Decimal(minor)
+
+
+def render(minor: int, scale: int) -> str:
+    """A decimal string with exactly ``scale`` decimal places: ``render(8900, 2) == "89.00"``."""
+    sign = "-" if minor < 0 else ""
+    whole, fraction = divmod(abs(minor), 10**scale)
+    if scale == 0:
+        return f"{sign}{whole}"
+    return f"{sign}{whole}.{fraction:0{scale}d}"

@@ -1,0 +1,515 @@
+"""Use cases: the embedded ledger API over one store.
+
+Each write use case validates its input, then runs as one unit of work: load the bets it names,
+ask the domain what to do for each, write the result, commit. Every request is all-or-nothing: the
+domain decides every item before anything is written, and any error rolls the whole unit back.
+A lost race with a concurrent writer (a unique key, a deadlock) re-runs the whole request, which
+then sees the winner's work and treats it as the idempotent re-send it is.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from . import domain
+from .contract import (
+    PlaceBetsRequest,
+    RefundRequest,
+    SettleRequest,
+    validate,
+)
+from .currencies import CurrencyTable
+from .domain import Bet, Closing, Entry, RefundItem, SettleItem
+from .errors import InvalidRequest, StoreBusy
+from .money import from_minor, parse_decimal, render, to_minor
+from .stores import CheckReport, Retry, Store, UnitOfWork, open_store
+
+__all__ = [
+    "Balance",
+    "BetView",
+    "ClosedBets",
+    "Ledger",
+    "Movement",
+    "PlacedBets",
+    "PoolReport",
+    "StatementLine",
+    "open_ledger",
+]
+
+log = logging.getLogger("ledger")
+
+T = TypeVar("T")
+
+Payload = Mapping[str, Any] | bytes | str
+
+
+@dataclass(frozen=True, slots=True)
+class Balance:
+    """A user's money in one currency: ``available`` to spend, ``held`` for open entries."""
+
+    currency: str
+    available: Decimal
+    held: Decimal
+
+    def to_dict(self) -> dict[str, str]:
+        return {"currency": self.currency, "available": str(self.available), "held": str(self.held)}
+
+
+@dataclass(frozen=True, slots=True)
+class StatementLine:
+    """One movement on a user's available or held balance."""
+
+    id: int
+    created_at: datetime
+    account: str
+    currency: str
+    amount: Decimal
+    kind: str
+    bet_uid: int | None
+    reference: str | None
+    transaction_id: int
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["amount"] = str(self.amount)
+        # SQLite hands timestamps back without a zone; they were written in UTC.
+        stamp = self.created_at
+        data["created_at"] = (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).isoformat()
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class BetView:
+    """A bet as the ledger recorded it, amounts as exact decimals."""
+
+    uid: int
+    user: str
+    pool_uid: int
+    currency: str
+    amount: Decimal
+    rake: Decimal
+    funding: str
+    state: str
+    payout: Decimal | None
+    payout_currency: str | None
+    secrets: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for name in ("amount", "rake", "payout"):
+            data[name] = None if data[name] is None else str(data[name])
+        data["secrets"] = dict(self.secrets)
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedBets:
+    """The answer to Place Bet: ``secrets`` go back to the platform and are stored per bet."""
+
+    secrets: dict[str, Any]
+    placed: list[int] = field(default_factory=list)
+    unchanged: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedBets:
+    """The answer to a refund or settle: which bets this request closed, which were already."""
+
+    closed: list[int] = field(default_factory=list)
+    unchanged: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Movement:
+    """A deposit or withdrawal; ``applied`` is false for an idempotent re-send."""
+
+    reference: str
+    user: str
+    currency: str
+    amount: Decimal
+    applied: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PoolReport:
+    """A tournament's entries by currency: stakes, rake, payouts and what is still held."""
+
+    pool_uid: int
+    currencies: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pool_uid": self.pool_uid, "currencies": self.currencies}
+
+
+class Ledger:
+    """A double-entry wallet ledger over one store. Build it with :func:`open_ledger`."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        currencies: CurrencyTable | None = None,
+        max_attempts: int = 8,
+    ) -> None:
+        self.store = store
+        self.currencies = currencies or CurrencyTable()
+        self.max_attempts = max_attempts
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # --- plumbing ----------------------------------------------------------------------------------
+
+    def _transact(self, work: Callable[[UnitOfWork], T]) -> T:
+        """Run ``work`` in one unit of work and commit; re-run it when a concurrent writer won."""
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                with self.store.unit_of_work() as uow:
+                    result = work(uow)
+                    uow.commit()
+                    return result
+            except Retry as race:
+                if attempt == self.max_attempts:
+                    raise StoreBusy(f"gave up after {attempt} attempts: {race.message}") from race
+                # Jittered backoff so that racing writers do not collide again in lockstep.
+                time.sleep(random.uniform(0, 0.005 * 2**attempt))
+        raise AssertionError("unreachable")
+
+    def _read(self, work: Callable[[UnitOfWork], T]) -> T:
+        with self.store.unit_of_work(write=False) as uow:
+            return work(uow)
+
+    def _minor(self, amount: Decimal, currency: str, field: str) -> int:
+        return to_minor(amount, self.currencies.scale(currency), field=field)
+
+    def _decimal(self, minor: int, currency: str) -> Decimal:
+        return from_minor(minor, self.currencies.scale(currency))
+
+    # --- deposits and withdrawals ----------------------------------------------------------------
+
+    def deposit(
+        self, user: str, currency: str, amount: Decimal | int | str, reference: str | None = None
+    ) -> Movement:
+        """Credit ``user`` from outside; idempotent by ``reference`` (a fresh one if omitted)."""
+        return self._move(domain.deposit, user, currency, amount, reference)
+
+    def withdraw(
+        self, user: str, currency: str, amount: Decimal | int | str, reference: str | None = None
+    ) -> Movement:
+        """Pay ``user`` out; refused with ``user.insufficient_funds`` when available is short."""
+        return self._move(domain.withdrawal, user, currency, amount, reference)
+
+    def _move(
+        self,
+        decide: Callable[[str, str, int, str], domain.Transaction],
+        user: str,
+        currency: str,
+        amount: Decimal | int | str,
+        reference: str | None,
+    ) -> Movement:
+        user, currency = _text(user, "user"), _currency(currency)
+        reference = _text(reference, "reference") if reference is not None else uuid.uuid4().hex
+        value = parse_decimal(amount)
+        requested = decide(user, currency, self._minor(value, currency, "amount"), reference)
+
+        def work(uow: UnitOfWork) -> bool:
+            existing = uow.get_transaction(requested.key)
+            if existing is not None:
+                domain.same_movement(existing, requested)
+                return False
+            uow.post([requested])
+            return True
+
+        applied = self._transact(work)
+        minor = self._minor(value, currency, "amount")
+        return Movement(reference, user, currency, self._decimal(minor, currency), applied)
+
+    # --- the callbacks -------------------------------------------------------------------------------
+
+    def place_bets(self, payload: PlaceBetsRequest | Payload) -> PlacedBets:
+        """Place Bet: hold ``amount + rake`` for every new entry, all or none.
+
+        Re-sent entries are answered without a second debit; the user's shortfall on any entry
+        fails the whole request with ``user.insufficient_funds``.
+        """
+        request = validate(PlaceBetsRequest, payload)
+        entries = [
+            Entry(
+                bet_uid=item.bet.uid,
+                user=item.user.uid,
+                pool_uid=item.pool.uid,
+                currency=item.bet.currency,
+                amount=self._minor(item.bet.amount, item.bet.currency, "bet.amount"),
+                rake=self._minor(item.bet.rake, item.bet.currency, "bet.rake"),
+                ticket=item.bet.ticket or None,
+                request_uuid=item.bet.uuid,
+            )
+            for item in request.bets
+        ]
+        secrets: dict[str, Any] = {"ledger_ref": uuid.uuid4().hex}
+
+        def work(uow: UnitOfWork) -> PlacedBets:
+            known = uow.get_bets([entry.bet_uid for entry in entries])
+            new_bets: list[Bet] = []
+            holds: list[domain.Transaction] = []
+            placed: list[int] = []
+            unchanged: list[int] = []
+            for entry in entries:
+                placement = domain.place(entry, known.get(entry.bet_uid), secrets)
+                if placement is None:
+                    unchanged.append(entry.bet_uid)
+                    continue
+                known[entry.bet_uid] = placement.bet
+                new_bets.append(placement.bet)
+                if placement.hold is not None:
+                    holds.append(placement.hold)
+                placed.append(entry.bet_uid)
+            uow.add_bets(new_bets)
+            uow.post(holds)
+            # A pure re-send answers with the secrets the platform already stored.
+            answer = secrets if placed else dict(known[entries[0].bet_uid].secrets) or secrets
+            return PlacedBets(secrets=answer, placed=placed, unchanged=unchanged)
+
+        return self._transact(work)
+
+    def refund(self, payload: RefundRequest | Payload) -> ClosedBets:
+        """Refund Bet and Refund Tournament: reverse each named bet's hold exactly once."""
+        request = validate(RefundRequest, payload)
+        items: list[tuple[RefundItem, Any]] = [
+            (RefundItem(part.bet.uid, part.user.uid, pool.pool.uid), part.bet)
+            for pool in request.pools
+            for part in pool.bets
+        ]
+
+        def decide(known: dict[int, Bet]) -> tuple[list[Closing], list[int]]:
+            closings: list[Closing] = []
+            unchanged: list[int] = []
+            for item, sent in items:
+                bet = known.get(item.bet_uid)
+                closing = domain.refund(item, bet)
+                if closing is None:
+                    unchanged.append(item.bet_uid)
+                    continue
+                self._note_refund_mismatch(closing.bet, sent)
+                known[item.bet_uid] = closing.bet
+                closings.append(closing)
+            return closings, unchanged
+
+        return self._close([item.bet_uid for item, _ in items], decide)
+
+    def settle(self, payload: SettleRequest | Payload) -> ClosedBets:
+        """Settle Bet: capture each hold and credit positive payouts, each bet exactly once."""
+        request = validate(SettleRequest, payload)
+        parts = [(pool.pool.uid, part) for pool in request.pools for part in pool.bets]
+
+        def decide(known: dict[int, Bet]) -> tuple[list[Closing], list[int]]:
+            closings: list[Closing] = []
+            unchanged: list[int] = []
+            for pool_uid, part in parts:
+                bet = known.get(part.bet.uid)
+                currency = part.bet.currency or (bet.currency if bet else "")
+                payout = self._minor(part.bet.payout, currency, "bet.payout") if currency else 0
+                item = SettleItem(part.bet.uid, part.user.uid, pool_uid, payout, currency)
+                closing = domain.settle(item, bet)
+                if closing is None:
+                    unchanged.append(item.bet_uid)
+                    continue
+                known[item.bet_uid] = closing.bet
+                closings.append(closing)
+            return closings, unchanged
+
+        return self._close([part.bet.uid for _, part in parts], decide)
+
+    def _close(
+        self,
+        uids: list[int],
+        decide: Callable[[dict[int, Bet]], tuple[list[Closing], list[int]]],
+    ) -> ClosedBets:
+        def work(uow: UnitOfWork) -> ClosedBets:
+            closings, unchanged = decide(uow.get_bets(uids))
+            uow.close_bets([closing.bet for closing in closings])
+            uow.post([closing.transaction for closing in closings])
+            return ClosedBets(closed=[c.bet.uid for c in closings], unchanged=unchanged)
+
+        return self._transact(work)
+
+    def _note_refund_mismatch(self, bet: Bet, sent: Any) -> None:
+        # The ledger refunds what it recorded; a payload that disagrees is worth a look, not a
+        # different refund.
+        for name, recorded in (("amount", bet.amount), ("rake", bet.rake)):
+            value = getattr(sent, name, None)
+            if value is None:
+                continue
+            try:
+                claimed = self._minor(value, bet.currency, name)
+            except InvalidRequest:
+                claimed = None
+            if claimed != recorded:
+                log.warning(
+                    "refund payload disagrees with the recorded bet",
+                    extra={"bet_uid": bet.uid, "field": name, "sent": str(value)},
+                )
+
+    # --- reads ----------------------------------------------------------------------------------
+
+    def balance(self, user: str, currency: str | None = None) -> list[Balance]:
+        """The user's balances, one per currency (or only ``currency``)."""
+        user = _text(user, "user")
+        wanted = _currency(currency) if currency else None
+        rows = self._read(lambda uow: uow.balances(user))
+        result = [
+            Balance(
+                row.currency,
+                self._decimal(row.available, row.currency),
+                self._decimal(row.held, row.currency),
+            )
+            for row in rows
+            if wanted is None or row.currency == wanted
+        ]
+        if wanted is not None and not result:
+            zero = self._decimal(0, wanted)
+            result = [Balance(wanted, zero, zero)]
+        return result
+
+    def statement(
+        self,
+        user: str,
+        currency: str | None = None,
+        *,
+        limit: int = 50,
+        before: int | None = None,
+    ) -> list[StatementLine]:
+        """The user's movements, newest first; page with ``before`` = the last line's ``id``."""
+        user = _text(user, "user")
+        wanted = _currency(currency) if currency else None
+        if not 1 <= limit <= 10_000:
+            raise InvalidRequest("limit must be between 1 and 10000")
+        rows = self._read(lambda uow: uow.statement(user, wanted, limit, before))
+        return [
+            StatementLine(
+                id=row.id,
+                created_at=row.created_at,
+                account=row.account,
+                currency=row.currency,
+                amount=self._decimal(row.amount, row.currency),
+                kind=row.kind,
+                bet_uid=row.bet_uid,
+                reference=row.reference,
+                transaction_id=row.transaction_id,
+            )
+            for row in rows
+        ]
+
+    def bet(self, uid: int) -> BetView | None:
+        """The recorded bet, or ``None``."""
+        found = self._read(lambda uow: uow.get_bets([uid])).get(uid)
+        if found is None:
+            return None
+        return BetView(
+            uid=found.uid,
+            user=found.user,
+            pool_uid=found.pool_uid,
+            currency=found.currency,
+            amount=self._decimal(found.amount, found.currency),
+            rake=self._decimal(found.rake, found.currency),
+            funding=found.funding.value,
+            state=found.state.value,
+            payout=(
+                None
+                if found.payout is None or found.payout_currency is None
+                else self._decimal(found.payout, found.payout_currency)
+            ),
+            payout_currency=found.payout_currency,
+            secrets=found.secrets,
+        )
+
+    def pool_report(self, pool_uid: int) -> PoolReport:
+        """Entries, stakes, rake, payouts and open holds of one tournament, per currency."""
+        rows = self._read(lambda uow: uow.pool_totals(pool_uid))
+        by_currency: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            scale = self.currencies.scale(row.currency)
+            summary = by_currency.setdefault(
+                row.currency,
+                {
+                    "currency": row.currency,
+                    "entries": 0,
+                    "by_state": {},
+                    "_stakes": 0,
+                    "_rake": 0,
+                    "_payouts": 0,
+                    "_open": 0,
+                },
+            )
+            summary["entries"] += row.entries
+            summary["by_state"][row.state] = row.entries
+            summary["_stakes"] += row.stakes
+            summary["_rake"] += row.rake
+            if row.state == domain.BetState.SETTLED:
+                summary["_payouts"] += row.payouts
+            if row.state == domain.BetState.PLACED:
+                summary["_open"] += row.stakes + row.rake
+            for name in ("stakes", "rake", "payouts", "open"):
+                summary[name if name != "open" else "open_holds"] = render(
+                    summary[f"_{name}"], scale
+                )
+        currencies = [
+            {key: value for key, value in summary.items() if not key.startswith("_")}
+            for summary in by_currency.values()
+        ]
+        return PoolReport(pool_uid=pool_uid, currencies=currencies)
+
+    def check(self) -> CheckReport:
+        """Verify the journal's invariants (DESIGN section 4) over the whole database."""
+        return self._read(lambda uow: uow.check())
+
+    def ping(self) -> None:
+        """Raise :class:`~ledger.errors.StoreUnavailable` unless the database answers."""
+        self._read(lambda uow: uow.ping())
+
+
+def _text(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > 255 or "\x00" in value:
+        raise InvalidRequest(f"{name}: expected a non-empty string of at most 255 characters")
+    return value
+
+
+def _currency(value: object) -> str:
+    if not isinstance(value, str) or not value.isalnum() or not 1 <= len(value) <= 16:
+        raise InvalidRequest("currency: expected a currency code such as EUR")
+    return value.upper()
+
+
+def open_ledger(
+    url: str = "sqlite:///ledger.db",
+    *,
+    currencies: CurrencyTable | None = None,
+    migrate: bool | None = None,
+    **store_options: Any,
+) -> Ledger:
+    """Open the ledger in the database ``url`` names (the one composition root of the library).
+
+    ``sqlite:///path.db`` creates and upgrades the file itself; Postgres URLs expect
+    ``ledger db upgrade`` to have run (or pass ``migrate=True``).
+    """
+    return Ledger(open_store(url, migrate=migrate, **store_options), currencies=currencies)

@@ -1,0 +1,95 @@
+"""The SQLite store: the embedded, zero-set-up default.
+
+Durability is not traded for speed: WAL with ``synchronous=FULL`` fsyncs every commit. Writers
+take the database lock up front with ``BEGIN IMMEDIATE`` so that two writers never both read and
+then collide on upgrade (which SQLite would fail with ``SQLITE_BUSY`` instead of waiting), and a
+busy timeout makes a writer wait for the lock rather than fail.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, create_engine, event, func, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+
+from ..errors import (
+    InsufficientFunds,
+    LedgerError,
+    StoreBusy,
+    StoreUnavailable,
+    UnbalancedTransaction,
+)
+from .base import Retry
+from .schema import transactions
+from .sql import SqlStore
+
+__all__ = ["SqliteStore"]
+
+
+class SqliteStore(SqlStore):
+    """A ledger in one SQLite file; upgrades its own schema on first use."""
+
+    def __init__(self, url: str, *, busy_timeout: float = 10.0, migrate: bool = True) -> None:
+        parsed = make_url(url)
+        if not parsed.database or parsed.database == ":memory:":
+            raise ValueError("the SQLite store needs a file: sqlite:///path/to/ledger.db")
+        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self.url = url
+        self.busy_timeout = busy_timeout
+        self.engine = create_engine(
+            url,
+            connect_args={"timeout": busy_timeout, "check_same_thread": False},
+            pool_size=8,
+            max_overflow=16,
+        )
+        event.listen(self.engine, "connect", self._on_connect)
+        event.listen(self.engine, "begin", self._on_begin)
+        if migrate:
+            self.migrate()
+
+    def _on_connect(self, dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+        # Take transactions out of the sqlite3 module's hands so that we can say BEGIN IMMEDIATE.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @staticmethod
+    def _on_begin(connection: Connection) -> None:
+        mode = connection.get_execution_options().get("ledger_begin", "IMMEDIATE")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+    def connect(self, *, write: bool) -> Connection:
+        connection = self.engine.connect()
+        connection.execution_options(ledger_begin="IMMEDIATE" if write else "DEFERRED")
+        connection.begin()
+        return connection
+
+    def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
+        # Safe without a sequence: BEGIN IMMEDIATE makes this the only writer until commit.
+        last = connection.execute(select(func.coalesce(func.max(transactions.c.id), 0))).scalar()
+        start = int(last or 0) + 1
+        return list(range(start, start + count))
+
+    def translate(self, error: SQLAlchemyError) -> LedgerError:
+        message = str(getattr(error, "orig", error))
+        if isinstance(error, IntegrityError):
+            if "UNIQUE constraint failed" in message:
+                return Retry(f"a concurrent writer recorded the same key: {message}")
+            if "accounts_no_overdraft" in message:
+                return InsufficientFunds("a user balance would go below zero")
+            if "unbalanced" in message or "sealed" in message:
+                return UnbalancedTransaction(message)
+            return LedgerError(f"integrity error: {message}", key="store.integrity")
+        if isinstance(error, OperationalError):
+            if "locked" in message or "busy" in message:
+                return StoreBusy(f"the database stayed locked: {message}")
+            return StoreUnavailable(f"the database failed: {message}")
+        return StoreUnavailable(f"the database failed: {message}")
