@@ -1,0 +1,1 @@
+"""The standalone callback server: a Litestar app built by :func:`create_app`."""
