@@ -66,7 +66,9 @@ Amount = Annotated[Decimal, BeforeValidator(_amount)]
 Id = Annotated[int, Strict(), Field(ge=-INT64_MAX, le=INT64_MAX)]
 """A JSON integer (never a boolean, float or string) that fits the database's 64-bit column."""
 
-Text = Annotated[str, Strict(), StringConstraints(min_length=1, max_length=255), AfterValidator(_no_nul)]
+Text = Annotated[
+    str, Strict(), StringConstraints(min_length=1, max_length=255), AfterValidator(_no_nul)
+]
 
 Currency = Annotated[
     str,

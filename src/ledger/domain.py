@@ -140,7 +140,7 @@ def close_key(bet_uid: int) -> str:
     return f"bet:{bet_uid}:close"
 
 
-# --- deposits and withdrawals ---------------------------------------------------------------------
+# --- deposits and withdrawals ------------------------------------------------------------------
 
 
 def _positive(amount: int) -> None:
@@ -182,7 +182,7 @@ def same_movement(existing: Transaction, requested: Transaction) -> Transaction:
     return existing
 
 
-# --- bets -----------------------------------------------------------------------------------------
+# --- bets --------------------------------------------------------------------------------------
 
 
 class BetState(StrEnum):
@@ -325,9 +325,7 @@ def _check_owner(bet: Bet, user: str, pool_uid: int) -> None:
     # A bet belongs to exactly one user and one tournament; a callback naming others is not
     # about this bet, and acting on it could move someone else's money.
     if bet.user != user or bet.pool_uid != pool_uid:
-        raise BetConflict(
-            f"bet {bet.uid} belongs to another user or tournament", bet_uid=bet.uid
-        )
+        raise BetConflict(f"bet {bet.uid} belongs to another user or tournament", bet_uid=bet.uid)
 
 
 def refund(item: RefundItem, existing: Bet | None) -> Closing | None:
@@ -402,7 +400,9 @@ def settle(item: SettleItem, existing: Bet | None) -> Closing | None:
     if existing.funding is not Funding.FREE:
         postings += transfer(held, HOUSE_ENTRIES, existing.currency, existing.amount)
         postings += transfer(held, HOUSE_RAKE, existing.currency, existing.rake)
-    postings += transfer(HOUSE_PRIZES, user_account(existing.user), item.payout_currency, item.payout)
+    postings += transfer(
+        HOUSE_PRIZES, user_account(existing.user), item.payout_currency, item.payout
+    )
     transaction = Transaction(
         key=close_key(existing.uid),
         kind=TxnKind.SETTLE,

@@ -57,7 +57,7 @@ class LedgerError(Exception):
         return {"error": self.key, "message": self.message}
 
 
-# --- bad input: 4xx, nothing changed -------------------------------------------------------------
+# --- bad input: 4xx, nothing changed -----------------------------------------------------------
 
 
 class InvalidRequest(LedgerError):
@@ -100,7 +100,7 @@ class Forbidden(LedgerError):
     status = 403
 
 
-# --- business rejections: 4xx, nothing changed ----------------------------------------------------
+# --- business rejections: 4xx, nothing changed -------------------------------------------------
 
 
 class InsufficientFunds(LedgerError):
@@ -145,7 +145,7 @@ class ReferenceConflict(LedgerError):
     status = 409
 
 
-# --- technical failures: 5xx, the platform re-sends ------------------------------------------------
+# --- technical failures: 5xx, the platform re-sends --------------------------------------------
 
 
 class StoreUnavailable(LedgerError):

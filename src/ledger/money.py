@@ -64,7 +64,7 @@ def to_minor(amount: Decimal, scale: int, *, field: str = "amount") -> int:
     assert isinstance(exponent, int)  # finite, so never 'n', 'N' or 'F'
     if sign and any(digits):
         raise InvalidAmount(f"{field}: {amount} is negative")
-    coefficient = int("".join(map(str, digits)) or "0")
+    coefficient = int("".join(map(str, digits)) or "0")  # exact: no context precision
     if coefficient == 0:
         return 0
     # Reject absurd exponents before building huge integers (1E+999999 would take a while).
@@ -72,7 +72,7 @@ def to_minor(amount: Decimal, scale: int, *, field: str = "amount") -> int:
         raise InvalidAmount(f"{field}: {amount} is too large")
     shift = exponent + scale
     if shift >= 0:
-        minor = coefficient * 10**shift
+        minor = coefficient * int(10**shift)
     else:
         divisor = 10**-shift
         if coefficient % divisor:

@@ -178,7 +178,7 @@ class Ledger:
     def close(self) -> None:
         self.store.close()
 
-    # --- plumbing ----------------------------------------------------------------------------------
+    # --- plumbing -------------------------------------------------------------------------------
 
     def _transact(self, work: Callable[[UnitOfWork], T]) -> T:
         """Run ``work`` in one unit of work and commit; re-run it when a concurrent writer won."""
@@ -205,7 +205,7 @@ class Ledger:
     def _decimal(self, minor: int, currency: str) -> Decimal:
         return from_minor(minor, self.currencies.scale(currency))
 
-    # --- deposits and withdrawals ----------------------------------------------------------------
+    # --- deposits and withdrawals ---------------------------------------------------------------
 
     def deposit(
         self, user: str, currency: str, amount: Decimal | int | str, reference: str | None = None
@@ -244,7 +244,7 @@ class Ledger:
         minor = self._minor(value, currency, "amount")
         return Movement(reference, user, currency, self._decimal(minor, currency), applied)
 
-    # --- the callbacks -------------------------------------------------------------------------------
+    # --- the callbacks --------------------------------------------------------------------------
 
     def place_bets(self, payload: PlaceBetsRequest | Payload) -> PlacedBets:
         """Place Bet: hold ``amount + rake`` for every new entry, all or none.

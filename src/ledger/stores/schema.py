@@ -45,7 +45,7 @@ accounts = Table(
 )
 
 # Transaction ids are allocated before the rows are written (postings come first, see below).
-# Postgres draws them from this sequence; SQLite, whose writer holds the database lock, from max(id).
+# Postgres draws them from this sequence; SQLite, whose writer holds the lock, from max(id).
 transaction_ids = Sequence("transaction_ids", metadata=metadata)
 
 transactions = Table(

@@ -61,7 +61,7 @@ class SqlStore:
         with self.translate_errors(), self.engine.begin() as connection:
             upgrade(connection)
 
-    # --- dialect hooks ----------------------------------------------------------------------
+    # --- dialect hooks --------------------------------------------------------------------------
 
     def connect(self, *, write: bool) -> Connection:
         """A connection with a database transaction begun."""
@@ -112,7 +112,7 @@ class SqlUnitOfWork:
         self._write = write
         self._connection: Connection | None = None
 
-    # --- lifecycle -------------------------------------------------------------------------------
+    # --- lifecycle ------------------------------------------------------------------------------
 
     def __enter__(self) -> Self:
         with self._store.translate_errors():
@@ -149,7 +149,7 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             self._conn.execute(select(literal(1))).scalar_one()
 
-    # --- bets ----------------------------------------------------------------------------------------
+    # --- bets -----------------------------------------------------------------------------------
 
     def get_bets(self, uids: Sequence[int]) -> dict[int, Bet]:
         found: dict[int, Bet] = {}
@@ -216,7 +216,7 @@ class SqlUnitOfWork:
             for chunk in _chunks(rows):
                 self._conn.execute(statement, list(chunk))
 
-    # --- transactions ------------------------------------------------------------------------------
+    # --- transactions ---------------------------------------------------------------------------
 
     def get_transaction(self, key: str) -> Transaction | None:
         with self._store.translate_errors():
@@ -311,9 +311,7 @@ class SqlUnitOfWork:
             # writer (no read-modify-write, so no lost update), and it refuses an overdraft.
             if self._conn.execute(debit, params).rowcount != 1:
                 user = name.removeprefix("user:").removesuffix(":held")
-                raise InsufficientFunds(
-                    f"user {user} cannot cover {-delta} minor units of {currency}"
-                )
+                raise InsufficientFunds(f"user {user} has insufficient {currency} funds")
         credit = (
             accounts.update()
             .where(
@@ -325,7 +323,7 @@ class SqlUnitOfWork:
         for chunk in _chunks(credits):
             self._conn.execute(credit, list(chunk))
 
-    # --- reads -----------------------------------------------------------------------------------
+    # --- reads ----------------------------------------------------------------------------------
 
     def balances(self, user: str) -> list[AccountBalance]:
         available, held = f"user:{user}", f"user:{user}:held"
@@ -416,6 +414,7 @@ class SqlUnitOfWork:
     def check(self) -> CheckReport:
         problems: list[str] = []
         conn = self._conn
+        row: Any
         with self._store.translate_errors():
             # 1. Every transaction sums to zero per currency; every posting has a transaction.
             for row in conn.execute(
