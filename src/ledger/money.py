@@ -70,6 +70,13 @@ def to_minor(amount: Decimal, scale: int, *, field: str = "amount") -> int:
     # Reject absurd exponents before building huge integers (1E+999999 would take a while).
     if amount.adjusted() > 18:
         raise InvalidAmount(f"{field}: {amount} is too large")
+    # A non-zero amount whose leading digit is finer than the minor unit cannot be whole minor
+    # units. Refusing it here also keeps ``10**-shift`` below small: ``1E-999999999`` (twelve
+    # characters of JSON) would otherwise build a billion-digit divisor and hang the worker.
+    if amount.adjusted() < -scale:
+        raise InvalidAmount(
+            f"{field}: {amount} has more than {scale} decimal places for its currency"
+        )
     shift = exponent + scale
     if shift >= 0:
         minor = coefficient * int(10**shift)
