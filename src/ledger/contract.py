@@ -79,6 +79,10 @@ Currency = Annotated[
 
 Ticket = Annotated[str, Strict(), StringConstraints(max_length=16384), AfterValidator(_no_nul)]
 
+RequestUuid = Annotated[str, Strict(), StringConstraints(max_length=255), AfterValidator(_no_nul)]
+"""``bet.uuid``: stored with the bet (``request_uuid``, 255 characters), so bounded and NUL-free
+like every other stored text; otherwise Postgres refuses the row and bad input becomes a 503."""
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -98,7 +102,7 @@ class Pool(_Model):
 
 class PlaceBet(_Model):
     uid: Id
-    uuid: str | None = None
+    uuid: RequestUuid | None = None
     amount: Amount
     rake: Amount = Decimal(0)
     currency: Currency
