@@ -27,6 +27,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from .domain import HELD_SUFFIX, is_valid_user_uid
 from .errors import InvalidAmount, InvalidRequest
 from .money import parse_decimal
 
@@ -70,6 +71,16 @@ Text = Annotated[
     str, Strict(), StringConstraints(min_length=1, max_length=255), AfterValidator(_no_nul)
 ]
 
+
+def _user_uid(value: str) -> str:
+    if not is_valid_user_uid(value):
+        raise ValueError(f"a user uid must not end in {HELD_SUFFIX!r}")
+    return value
+
+
+UserUid = Annotated[Text, AfterValidator(_user_uid)]
+"""A user id whose account names cannot collide with another user's (see the domain)."""
+
 Currency = Annotated[
     str,
     Strict(),
@@ -89,7 +100,7 @@ class _Model(BaseModel):
 
 
 class User(_Model):
-    uid: Text
+    uid: UserUid
     client: str | None = None
     name: str | None = None
 

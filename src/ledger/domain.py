@@ -27,6 +27,7 @@ from .errors import (
 )
 
 __all__ = [
+    "HELD_SUFFIX",
     "HOUSE_CASH",
     "HOUSE_ENTRIES",
     "HOUSE_PRIZES",
@@ -44,6 +45,7 @@ __all__ = [
     "account_kind",
     "deposit",
     "held_account",
+    "is_valid_user_uid",
     "place",
     "refund",
     "residual",
@@ -69,6 +71,18 @@ def user_account(uid: str) -> str:
 def held_account(uid: str) -> str:
     """The user's money held for open entries."""
     return f"user:{uid}:held"
+
+
+HELD_SUFFIX = ":held"
+
+
+def is_valid_user_uid(uid: str) -> bool:
+    """False for a uid whose available account would be another user's held account.
+
+    ``user_account("u1:held")`` is ``held_account("u1")``: such a user would spend, and see,
+    u1's held money. Refusing these uids keeps every account name unambiguous.
+    """
+    return not uid.endswith(HELD_SUFFIX)
 
 
 def account_kind(name: str) -> str:

@@ -227,7 +227,7 @@ class Ledger:
         amount: Decimal | int | str,
         reference: str | None,
     ) -> Movement:
-        user, currency = _text(user, "user"), _currency(currency)
+        user, currency = _user(user), _currency(currency)
         reference = _text(reference, "reference") if reference is not None else uuid.uuid4().hex
         value = parse_decimal(amount)
         requested = decide(user, currency, self._minor(value, currency, "amount"), reference)
@@ -374,7 +374,7 @@ class Ledger:
 
     def balance(self, user: str, currency: str | None = None) -> list[Balance]:
         """The user's balances, one per currency (or only ``currency``)."""
-        user = _text(user, "user")
+        user = _user(user)
         wanted = _currency(currency) if currency else None
         rows = self._read(lambda uow: uow.balances(user))
         result = [
@@ -400,7 +400,7 @@ class Ledger:
         before: int | None = None,
     ) -> list[StatementLine]:
         """The user's movements, newest first; page with ``before`` = the last line's ``id``."""
-        user = _text(user, "user")
+        user = _user(user)
         wanted = _currency(currency) if currency else None
         if not 1 <= limit <= 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
@@ -492,6 +492,13 @@ def _text(value: object, name: str) -> str:
     if not isinstance(value, str) or not value or len(value) > 255 or "\x00" in value:
         raise InvalidRequest(f"{name}: expected a non-empty string of at most 255 characters")
     return value
+
+
+def _user(value: object) -> str:
+    user = _text(value, "user")
+    if not domain.is_valid_user_uid(user):
+        raise InvalidRequest(f"user: a user uid must not end in {domain.HELD_SUFFIX!r}")
+    return user
 
 
 def _currency(value: object) -> str:
