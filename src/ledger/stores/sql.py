@@ -270,23 +270,32 @@ class SqlUnitOfWork:
                         }
                     )
                     deltas[(leg.account, leg.currency)] += leg.amount
-            self._apply(deltas)
+            self._open_accounts(sorted(deltas))
             # Postings first, then the transaction rows that seal them: on SQLite the trigger on
             # the transaction row checks that its postings sum to zero per currency.
             for chunk in _chunks(legs):
                 self._conn.execute(postings.insert(), list(chunk))
             for chunk in _chunks(headers):
                 self._conn.execute(transactions.insert(), list(chunk))
+            # Balances last, after the idempotency keys are claimed. On Postgres a concurrent
+            # writer of the same key (a re-sent settle, refund or withdrawal) then waits on the
+            # unique index and fails with a unique violation, which is a Retry that sees the
+            # winner's work and answers "unchanged". Applied first, its debit of the balance the
+            # winner had just spent failed as user.insufficient_funds (a 402) instead.
+            self._apply(deltas)
 
-    def _apply(self, deltas: dict[tuple[str, str], int]) -> None:
-        """Apply net balance changes: checked debits first, then credits, each in key order."""
-        keys = sorted(deltas)
+    def _open_accounts(self, keys: Sequence[tuple[str, str]]) -> None:
+        """Create the accounts the postings name, if they do not exist yet, in key order."""
         new_accounts = [
             {"name": name, "currency": currency, "kind": account_kind(name), "balance": 0}
             for name, currency in keys
         ]
         for chunk in _chunks(new_accounts):
             self._conn.execute(self._store.insert_ignore(accounts), list(chunk))
+
+    def _apply(self, deltas: dict[tuple[str, str], int]) -> None:
+        """Apply net balance changes: checked debits first, then credits, each in key order."""
+        keys = sorted(deltas)
         debit = (
             accounts.update()
             .where(
