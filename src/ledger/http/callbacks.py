@@ -21,7 +21,9 @@ from litestar import Request, Response, post
 from litestar.exceptions import HTTPException, InternalServerException
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
+from pydantic import BaseModel
 
+from ..contract import PlaceBetsRequest, RefundRequest, SettleRequest, validate
 from ..errors import InvalidRequest, LedgerError
 from ..service import ClosedBets, Ledger, PlacedBets
 from .auth import authenticate, client_address, require_address, require_role
@@ -58,13 +60,14 @@ class Callback:
     events: tuple[str, ...]  # the first is the default, used when the header is absent
     roles: tuple[str, ...]
     need_subject: bool
-    run: Callable[[Ledger, bytes], Outcome]
+    model: type[BaseModel]
+    run: Callable[[Ledger, Any], Outcome]
     summary: str
     description: str
 
 
-def _place(ledger: Ledger, body: bytes) -> Outcome:
-    placed: PlacedBets = ledger.place_bets(body)
+def _place(ledger: Ledger, request: Any) -> Outcome:
+    placed: PlacedBets = ledger.place_bets(request)
     return Outcome({"secrets": placed.secrets}, [*placed.placed, *placed.unchanged])
 
 
@@ -77,12 +80,12 @@ def _closed(result: ClosedBets) -> Outcome:
     )
 
 
-def _refund(ledger: Ledger, body: bytes) -> Outcome:
-    return _closed(ledger.refund(body))
+def _refund(ledger: Ledger, request: Any) -> Outcome:
+    return _closed(ledger.refund(request))
 
 
-def _settle(ledger: Ledger, body: bytes) -> Outcome:
-    return _closed(ledger.settle(body))
+def _settle(ledger: Ledger, request: Any) -> Outcome:
+    return _closed(ledger.settle(request))
 
 
 def _callbacks(refund_tournament_path: str | None) -> list[Callback]:
@@ -96,6 +99,7 @@ def _callbacks(refund_tournament_path: str | None) -> list[Callback]:
             (PLACE_BET,),
             ("user", "admin"),
             False,
+            PlaceBetsRequest,
             _place,
             "Place Bet",
             "Hold `amount + rake` for each entry, all or none; free entries hold nothing. "
@@ -106,6 +110,7 @@ def _callbacks(refund_tournament_path: str | None) -> list[Callback]:
             refund_events,
             ("admin",),
             True,
+            RefundRequest,
             _refund,
             "Refund Bet / Refund Tournament",
             "Reverse each named bet's hold exactly once, all or none.",
@@ -115,6 +120,7 @@ def _callbacks(refund_tournament_path: str | None) -> list[Callback]:
             (SETTLE_BET,),
             ("admin",),
             True,
+            SettleRequest,
             _settle,
             "Settle Bet",
             "Capture each hold and credit positive payouts, each bet exactly once, all or none.",
@@ -127,6 +133,7 @@ def _callbacks(refund_tournament_path: str | None) -> list[Callback]:
                 (REFUND_TOURNAMENT,),
                 ("admin",),
                 True,
+                RefundRequest,
                 _refund,
                 "Refund Tournament",
                 "Refund every named bet of a cancelled tournament exactly once, all or none.",
@@ -206,7 +213,14 @@ async def _deliver(
             raise InvalidRequest(
                 "the client disconnected before sending the whole body", key="request.incomplete"
             ) from None
-        result = await runtime.call(lambda ledger: callback.run(ledger, body))
+
+        def run() -> Outcome:
+            # Validate before touching the database, so that bad input is a 400 even while the
+            # database is down (a 503 would make the platform re-send a hopeless request).
+            parsed = validate(callback.model, body)
+            return callback.run(runtime.ledger(), parsed)
+
+        result = await runtime.offload(run)
         status, outcome, bet_uids = 200, "ok", result.bet_uids
         return Response(result.body, status_code=200)
     except LedgerError as exc:

@@ -10,11 +10,12 @@ as JSON numbers or decimal strings, and answered as decimal strings.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Request, Response, Router, get, post
 from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
+from litestar.params import PathParameter, QueryParameter
 
 from ..contract import INT64_MAX, parse_json
 from ..errors import BetNotFound, InvalidRequest
@@ -23,6 +24,8 @@ from .auth import check_operator
 from .runtime import Runtime
 
 __all__ = ["operator_router"]
+
+UserId = Annotated[str, PathParameter(description="The user's uid on the operator side")]
 
 
 def operator_router(runtime: Runtime) -> Router:
@@ -48,13 +51,18 @@ def operator_router(runtime: Runtime) -> Router:
         return _movement_dict(movement)
 
     @get("/users/{uid:str}/balances", summary="A user's available and held balances")
-    async def balances(uid: str) -> dict[str, Any]:
+    async def balances(uid: UserId) -> dict[str, Any]:
         found = await runtime.call(lambda ledger: ledger.balance(uid))
         return {"user": uid, "balances": [balance.to_dict() for balance in found]}
 
     @get("/users/{uid:str}/statement", summary="A user's movements, newest first, paginated")
     async def statement(
-        uid: str, currency: str | None = None, limit: int = 50, before: int | None = None
+        uid: UserId,
+        currency: Annotated[str | None, QueryParameter(description="Only this currency")] = None,
+        limit: Annotated[int, QueryParameter(description="Page size", ge=1, le=10_000)] = 50,
+        before: Annotated[
+            int | None, QueryParameter(description="The previous page's next_before")
+        ] = None,
     ) -> dict[str, Any]:
         """Page through with ``before`` set to the previous page's ``next_before``."""
         if before is not None:
@@ -70,7 +78,7 @@ def operator_router(runtime: Runtime) -> Router:
         return {"user": uid, "lines": lines, "next_before": next_before}
 
     @get("/bets/{bet_uid:str}", summary="A bet as the ledger recorded it")
-    async def bet(bet_uid: str) -> dict[str, Any]:
+    async def bet(bet_uid: Annotated[str, PathParameter(description="bet.uid")]) -> dict[str, Any]:
         uid = _parse_id(bet_uid, "bet_uid")
         found = await runtime.call(lambda ledger: ledger.bet(uid))
         if found is None:
@@ -78,7 +86,9 @@ def operator_router(runtime: Runtime) -> Router:
         return found.to_dict()
 
     @get("/tournaments/{pool_uid:str}/report", summary="A tournament's entries, stakes, payouts")
-    async def report(pool_uid: str) -> dict[str, Any]:
+    async def report(
+        pool_uid: Annotated[str, PathParameter(description="pool.uid")],
+    ) -> dict[str, Any]:
         uid = _parse_id(pool_uid, "pool_uid")
         found = await runtime.call(lambda ledger: ledger.pool_report(uid))
         return found.to_dict()

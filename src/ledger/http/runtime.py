@@ -103,10 +103,10 @@ class Runtime:
 
     # --- running ledger work --------------------------------------------------------------------
 
+    async def offload(self, work: Callable[[], T]) -> T:
+        """Run blocking ``work()`` on a worker thread without blocking the event loop."""
+        return await anyio.to_thread.run_sync(work, limiter=self._limiter)
+
     async def call(self, work: Callable[[Ledger], T]) -> T:
-        """Run ``work(ledger)`` on a worker thread without blocking the event loop."""
-
-        def run() -> T:
-            return work(self.ledger())
-
-        return await anyio.to_thread.run_sync(run, limiter=self._limiter)
+        """Run ``work(ledger)`` on a worker thread."""
+        return await self.offload(lambda: work(self.ledger()))
