@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jwt
 from litestar.testing import TestClient
 
@@ -147,3 +152,77 @@ class Wallet:
             if item["currency"] == currency:
                 return item["available"], item["held"]
         return "0.00", "0.00"
+
+
+# --- a real `ledger serve` process ----------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def ledger_command() -> list[str]:
+    """The installed ``ledger`` script next to this interpreter, else the module itself."""
+    script = Path(sys.executable).parent / "ledger"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from ledger.cli import main; main()"]
+
+
+class Server:
+    """A ``ledger serve`` subprocess; ``url`` is its base URL once it answers ``/health``."""
+
+    def __init__(self, process: subprocess.Popen[str], url: str, log: Path) -> None:
+        self.process = process
+        self.url = url
+        self.log = log
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@contextmanager
+def run_server(
+    tmp_path: Path,
+    env: dict[str, str],
+    *args: str,
+    scheme: str = "http",
+    verify: Any = True,
+    stdout: Any = None,
+) -> Iterator[Server]:
+    """Start ``ledger serve --port <free>`` with ``env`` added to a clean LEDGER_* environment."""
+    port = free_port()
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("LEDGER_")}
+    log = tmp_path / f"server-{port}.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            [*ledger_command(), "serve", "--port", str(port), *args],
+            env={**clean, **env},
+            stdout=stdout if stdout is not None else sink,
+            stderr=sink,
+            text=True,
+        )
+    server = Server(process, f"{scheme}://127.0.0.1:{port}", log)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"ledger serve exited early:\n{server.output()}")
+            try:
+                if httpx.get(f"{server.url}/health", verify=verify, timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"ledger serve did not answer:\n{server.output()}")
+            time.sleep(0.1)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
