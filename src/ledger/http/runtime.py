@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -32,6 +33,9 @@ T = TypeVar("T")
 
 # Callbacks time out after 2 or 5 minutes on the platform side; the top buckets show how close
 # to that a slow delivery came.
+# Seconds during which a failed attempt to open the database is answered from memory.
+REOPEN_AFTER = 1.0
+
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
@@ -69,6 +73,8 @@ class Runtime:
         self._ledger = ledger
         self._owns_ledger = ledger is None
         self._lock = threading.Lock()
+        self._failure: StoreUnavailable | None = None
+        self._failed_at = 0.0
         self._limiter: anyio.CapacityLimiter | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -92,13 +98,26 @@ class Runtime:
     def ledger(self) -> Ledger:
         """The ledger, opened on first use. Blocking: call it from a worker thread."""
         with self._lock:
-            if self._ledger is None:
-                settings = self.settings
+            if self._ledger is not None:
+                return self._ledger
+            # While the database is down, every waiting request would otherwise retry the
+            # connection in turn, each for up to the connect timeout, and the queue behind this
+            # lock would outlast the platform's timeout. Repeat the last failure for a moment.
+            if self._failure is not None and time.monotonic() - self._failed_at < REOPEN_AFTER:
+                # A fresh exception: re-raising one instance from many threads would grow and
+                # tangle its traceback.
+                raise type(self._failure)(self._failure.message, key=self._failure.key)
+            settings = self.settings
+            try:
                 self._ledger = open_ledger(
                     settings.database_url,
                     currencies=settings.currencies,
                     **settings.store_options(),
                 )
+            except StoreUnavailable as exc:
+                self._failure, self._failed_at = exc, time.monotonic()
+                raise
+            self._failure = None
             return self._ledger
 
     # --- running ledger work --------------------------------------------------------------------
