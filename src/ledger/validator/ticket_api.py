@@ -152,6 +152,13 @@ class TicketStore:
         self._next_id = 1
         self._users: dict[str, tuple[int, str]] = {}
 
+    def clear(self) -> None:
+        """Forget every ticket and user (tests share one server between cases)."""
+        with self._lock:
+            self._tickets.clear()
+            self._users.clear()
+            self._next_id = 1
+
     def register_user(self, uid: str, name: str) -> None:
         """Give a user a display name (listings show ``user: {id, uid, name}``)."""
         with self._lock:
@@ -440,7 +447,8 @@ def create_ticket_app(
         return guarded(action, request)
 
     @delete("/tournament_tickets/{ticket_id:str}", status_code=200)
-    async def delete_ticket(ticket_id: str, request: Request[Any, Any, Any]) -> Response[bytes]:
+    async def delete_ticket(request: Request[Any, Any, Any]) -> Response[bytes]:
+        ticket_id = str(request.path_params["ticket_id"])
         return guarded(lambda: store.delete(_int(ticket_id, "id", 1)), request)
 
     return Litestar(
