@@ -5,7 +5,8 @@ token (401/403), the ``X-Callback-Event`` header (400 on a mismatch), the body (
 then the ledger, on a worker thread. The raw body bytes go to the ledger unparsed, because its JSON
 parser keeps every number exact; Litestar's parser would not.
 
-Each delivery, whatever its outcome, writes one JSON log line and updates the metrics.
+Each delivery, whatever its outcome, writes one JSON log line on the ``ledger.http`` logger (and
+nothing else goes there, so that it is a clean JSON-lines stream) and updates the metrics.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from ..errors import LedgerError
 
 __all__ = ["EXCEPTION_HANDLERS", "error_body", "http_error_key"]
 
-log = logging.getLogger("ledger.http")
+log = logging.getLogger("ledger.server")
 
 # Keys for Litestar's HTTP exceptions, by status.
 _HTTP_KEYS = {

@@ -27,7 +27,7 @@ from ..settings import Settings
 
 __all__ = ["Metrics", "Runtime"]
 
-log = logging.getLogger("ledger.http")
+log = logging.getLogger("ledger.server")
 
 T = TypeVar("T")
 
@@ -82,12 +82,24 @@ class Runtime:
     async def startup(self) -> None:
         # Created here because a limiter belongs to the running event loop.
         self._limiter = anyio.CapacityLimiter(self.settings.worker_threads)
+        self._warn_about_settings()
         try:
             await anyio.to_thread.run_sync(self.ledger)
         except StoreUnavailable as exc:
             log.warning(
                 "database not available at start-up, will retry on each request: %s", exc.message
             )
+
+    def _warn_about_settings(self) -> None:
+        settings = self.settings
+        if settings.dev_mode:
+            log.warning("development mode: generated credentials, valid for this run only")
+        if not settings.jwt_secrets:
+            log.warning("no LEDGER_JWT_SECRET: every callback will be refused with 401")
+        elif settings.client_name is None:
+            log.warning("no LEDGER_CLIENT_NAME: callbacks with any client name are accepted")
+        if settings.operator_token is None:
+            log.info("no LEDGER_OPERATOR_TOKEN: the operator API answers 403 operator.disabled")
 
     async def shutdown(self) -> None:
         with self._lock:
