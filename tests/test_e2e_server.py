@@ -11,6 +11,7 @@ import re
 import shlex
 import subprocess
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -199,3 +200,30 @@ def test_trusted_proxy_forwarded_address_is_checked_against_the_allowlist(
         )
         assert refused.status_code == 403
         assert refused.json()["error"] == "auth.ip_forbidden"
+
+
+def test_concurrent_identical_deliveries_debit_once(tmp_path: Path, database_url: str) -> None:
+    env = {
+        "LEDGER_DATABASE_URL": database_url,
+        "LEDGER_JWT_SECRET": SECRET,
+        "LEDGER_OPERATOR_TOKEN": OPERATOR,
+    }
+    body = place(entry(2001, pool=601), entry(2002, pool=601))
+    with run_server(tmp_path, env) as server, httpx.Client(base_url=server.url) as http:
+        platform = Platform(http)
+        platform.deposit("u1", "50.00")
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            statuses = list(
+                pool.map(lambda _: platform.deliver("/bets", PLACE, body).status_code, range(16))
+            )
+        assert statuses == [200] * 16
+        assert platform.balance("u1") == ("28.00", "22.00")
+        results = settle(601, (2001, "7.00"), (2002, "0.00"))
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            statuses = list(
+                pool.map(
+                    lambda _: platform.deliver("/winners", SETTLE, results).status_code, range(16)
+                )
+            )
+        assert statuses == [200] * 16
+        assert platform.balance("u1") == ("35.00", "0.00")
