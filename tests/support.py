@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -37,3 +38,38 @@ def house(book: ledger.Ledger, account: str, currency: str = "EUR") -> int:
             {"n": account, "c": currency},
         ).scalar()
     return int(found or 0)
+
+
+class FailingPost:
+    """A unit of work whose ``post`` fails after ``add_bets``/``close_bets`` already wrote."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __enter__(self) -> FailingPost:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._inner.__exit__(*exc)
+
+    def post(self, transactions: Any) -> None:
+        raise RuntimeError("injected failure")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class FailingStore:
+    """A store whose write units of work fail in ``post``: for proving all-or-nothing."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.url = inner.url
+
+    def unit_of_work(self, *, write: bool = True) -> Any:
+        uow = self._inner.unit_of_work(write=write)
+        return FailingPost(uow) if write else uow
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

@@ -18,7 +18,7 @@ from sqlalchemy.exc import DBAPIError
 import ledger
 import payloads as P
 from ledger.stores.sql import SqlStore
-from support import balance, house, raises_key
+from support import FailingStore, balance, house, raises_key
 
 D = Decimal
 
@@ -692,43 +692,10 @@ def test_user_balance_cannot_go_negative_even_by_hand(book: ledger.Ledger) -> No
 # --- a failure in the middle of a unit of work -------------------------------------------------
 
 
-class _FailingPost:
-    """A unit of work whose ``post`` fails after ``add_bets``/``close_bets`` already wrote."""
-
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-
-    def __enter__(self) -> _FailingPost:
-        self._inner.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._inner.__exit__(*exc)
-
-    def post(self, transactions: Any) -> None:
-        raise RuntimeError("injected failure")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class _FailingStore:
-    def __init__(self, inner: Any) -> None:
-        self._inner = inner
-        self.url = inner.url
-
-    def unit_of_work(self, *, write: bool = True) -> Any:
-        uow = self._inner.unit_of_work(write=write)
-        return _FailingPost(uow) if write else uow
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
 def test_failure_mid_unit_of_work_writes_nothing(book: ledger.Ledger) -> None:
     funded(book)
     book.place_bets(P.place(P.entry(1)))
-    broken = ledger.Ledger(_FailingStore(book.store))
+    broken = ledger.Ledger(FailingStore(book.store))
     with pytest.raises(RuntimeError, match="injected"):
         broken.place_bets(P.place(P.entry(2)))
     with pytest.raises(RuntimeError, match="injected"):
