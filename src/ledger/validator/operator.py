@@ -102,6 +102,21 @@ class Operator:
         """The user's balance in one currency; zero when the wallet has none yet."""
         return self.balances(user).get(currency.upper(), Books(Decimal(0), Decimal(0)))
 
+    def statement(self, user: str, *, page_size: int = 500, max_pages: int = 200) -> list[Any]:
+        """Every movement of ``user``, newest first (bounded by ``max_pages`` pages)."""
+        lines: list[Any] = []
+        before: int | None = None
+        for _ in range(max_pages):
+            query = f"?limit={page_size}" + (f"&before={before}" if before is not None else "")
+            data = self._call("GET", f"/admin/users/{quote(user, safe='')}/statement{query}")
+            if not isinstance(data, dict):
+                break
+            lines.extend(data.get("lines") or [])
+            before = data.get("next_before")
+            if before is None:
+                break
+        return lines
+
     def bet(self, uid: int) -> dict[str, Any] | None:
         """The bet as the wallet recorded it, or ``None`` when it does not know it."""
         data = self._call("GET", f"/admin/bets/{uid}", allow=(404,))

@@ -92,6 +92,8 @@ class SimulationReport:
     tickets: Counter[str] = field(default_factory=Counter)
     reconciled: Counter[str] = field(default_factory=Counter)
     mismatches: list[str] = field(default_factory=list)
+    # The bets behind balance mismatches, when the wallet's statement can tell.
+    diagnosis: list[str] = field(default_factory=list)
     check_ok: bool | None = None
     elapsed: float = 0.0
 
@@ -115,6 +117,7 @@ class SimulationReport:
             "reconciled": dict(self.reconciled),
             "check_ok": self.check_ok,
             "mismatches": self.mismatches,
+            "diagnosis": self.diagnosis,
             "elapsed_s": round(self.elapsed, 2),
         }
 
@@ -139,6 +142,9 @@ class SimulationReport:
         lines.extend(f"  - {mismatch}" for mismatch in self.mismatches[:50])
         if len(self.mismatches) > 50:
             lines.append(f"  ... and {len(self.mismatches) - 50} more")
+        if self.diagnosis:
+            lines.append("bets behind the balance mismatches (from the wallet's statement):")
+            lines.extend(f"  - {line}" for line in self.diagnosis[:50])
         return "\n".join(lines)
 
 
@@ -640,6 +646,7 @@ class Simulator:
                     self.report.mismatches.append(
                         f"user {player.uid} {currency}: wallet {found}, expected {expected}"
                     )
+                    self._diagnose(player, currency)
         for uid, sim in self.bets.items():
             recorded = self.operator.bet(uid)
             self.report.reconciled["bets"] += 1
@@ -648,6 +655,45 @@ class Simulator:
         self.report.check_ok = ok
         if not ok:
             self.report.mismatches.append(f"journal check failed: {report}")
+
+    def _expected_effect(self, sim: SimBet) -> Books:
+        """What one bet should have done to its user's balances, net, by now."""
+        total = sim.entry.total
+        if sim.state == "placed":
+            return Books(
+                -total if sim.funding == "cash" else ZERO, ZERO if sim.funding == "free" else total
+            )
+        if sim.state == "settled":
+            return Books(sim.payout - (total if sim.funding == "cash" else ZERO), ZERO)
+        return Books(ZERO, ZERO)
+
+    def _diagnose(self, player: Player, currency: str) -> None:
+        """Name the bets behind a balance mismatch, from the statement of our server's API."""
+        try:
+            lines = self.operator.statement(player.uid)
+        except LedgerError:
+            return  # another wallet without a statement: the balance mismatch stands alone
+        moved: dict[int, Books] = defaultdict(lambda: Books(ZERO, ZERO))
+        for line in lines:
+            if line.get("currency") != currency or line.get("bet_uid") is None:
+                continue
+            amount = D(str(line["amount"]))
+            uid = int(line["bet_uid"])
+            books = moved[uid]
+            if line.get("account") == "held":
+                moved[uid] = Books(books.available, books.held + amount)
+            else:
+                moved[uid] = Books(books.available + amount, books.held)
+        for uid, sim in self.bets.items():
+            if sim.entry.player.uid != player.uid or sim.entry.currency != currency:
+                continue
+            expected = self._expected_effect(sim)
+            found = moved.get(uid, Books(ZERO, ZERO))
+            if found != expected:
+                self.report.diagnosis.append(
+                    f"bet {uid} ({sim.funding}, {sim.state}, payout {sim.payout}): moved "
+                    f"{found}, expected {expected}"
+                )
 
     def _reconcile_bet(self, uid: int, sim: SimBet, recorded: dict[str, Any] | None) -> None:
         if sim.state in ("rejected", "pending"):
