@@ -16,7 +16,7 @@ import click
 
 from ..tickets import TICKET_TYPES, TicketClient, TicketError
 from .operator import Operator
-from .platform import Paths, Platform
+from .platform import Callback, Paths, Platform
 from .scenarios import CheckResult, Validator
 from .simulator import SimulationConfig, Simulator
 from .ticket_api import ServerThread, TicketStore, create_ticket_app
@@ -90,11 +90,7 @@ def validate(
     Each check prints PASS or FAIL with the endpoint's actual status and body. Exit status 0 only
     when every check passes.
     """
-    timeouts = None
-    if timeout is not None:
-        from .platform import Callback
-
-        timeouts = dict.fromkeys(Callback, timeout)
+    timeouts = dict.fromkeys(Callback, timeout) if timeout is not None else None
     platform = Platform(
         url,
         client_name=client_name,

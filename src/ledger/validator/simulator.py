@@ -713,8 +713,3 @@ class Simulator:
             self.report.mismatches.append(
                 f"bet {uid}: wallet paid {recorded.get('payout')}, expected {sim.payout}"
             )
-
-
-def plan_summary(bets: Iterable[SimBet]) -> Counter[str]:
-    """Counts of bets by final state (used by tests and the JSON output)."""
-    return Counter(sim.state for sim in bets)
