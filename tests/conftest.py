@@ -45,7 +45,8 @@ class PostgresCluster:
             url = url.set(password=None)
         return self._dsn(url)
 
-    def _execute(self, sql: str) -> None:
+    def execute(self, sql: str) -> None:
+        """Run one statement on the server's maintenance database, outside a transaction."""
         with psycopg.connect(self._dsn(self._admin), autocommit=True) as connection:
             connection.execute(sql.encode())
 
@@ -53,11 +54,11 @@ class PostgresCluster:
         """Create a new database (a copy of ``template`` when given) and return its name."""
         name = f"t_{uuid.uuid4().hex}"
         clause = f' TEMPLATE "{template}" STRATEGY WAL_LOG' if template else ""
-        self._execute(f'CREATE DATABASE "{name}"{clause}')
+        self.execute(f'CREATE DATABASE "{name}"{clause}')
         return name
 
     def drop_database(self, name: str) -> None:
-        self._execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def migrated_template(self) -> str:
         """A database migrated to the newest schema, to copy fresh ledgers from quickly."""
@@ -87,6 +88,11 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
     with tempfile.TemporaryDirectory(prefix="ledger-pg-") as tmpdir:
         server = get_server(Path(tmpdir) / "pg", cleanup_mode="delete")
         cluster = PostgresCluster(server.get_uri("postgres"))
+        # A throwaway server need not survive a power cut: skipping fsync makes every commit
+        # (and CREATE DATABASE) several times faster on a busy CI disk.
+        for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+            cluster.execute(f"ALTER SYSTEM SET {setting} = off")
+        cluster.execute("SELECT pg_reload_conf()")
         try:
             yield cluster
         finally:
@@ -112,9 +118,14 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         ledger.open_ledger(url).close()
         yield url
         return
-    url = request.getfixturevalue("postgres_url")
-    ledger.open_ledger(url, migrate=True).close()
-    yield url
+    # A copy of a database that ``open_ledger(url, migrate=True)`` migrated once per session:
+    # the same schema as migrating here, in a tenth of the time.
+    cluster: PostgresCluster = request.getfixturevalue("postgres_cluster")
+    name = cluster.create_database(cluster.migrated_template())
+    try:
+        yield cluster.url(name)
+    finally:
+        cluster.drop_database(name)
 
 
 @pytest.fixture
