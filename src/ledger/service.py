@@ -13,7 +13,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -23,12 +23,14 @@ from typing import Any, Self, TypeVar
 from . import domain
 from .contract import (
     PlaceBetsRequest,
+    RefundParticipant,
     RefundRequest,
+    SettleParticipant,
     SettleRequest,
     validate,
 )
 from .currencies import CurrencyTable
-from .domain import Bet, Closing, Entry, RefundItem, SettleItem
+from .domain import Bet, Closing, Entry, RefundItem, SettleItem, Transaction, TxnKind
 from .errors import InvalidRequest, StoreBusy
 from .money import from_minor, parse_decimal, render, to_minor
 from .stores import CheckReport, Retry, Store, UnitOfWork, open_store
@@ -48,6 +50,7 @@ __all__ = [
 log = logging.getLogger("ledger")
 
 T = TypeVar("T")
+P = TypeVar("P", RefundParticipant, SettleParticipant)
 
 Payload = Mapping[str, Any] | bytes | str
 
@@ -253,41 +256,49 @@ class Ledger:
         fails the whole request with ``user.insufficient_funds``.
         """
         request = validate(PlaceBetsRequest, payload)
-        entries = [
-            Entry(
-                bet_uid=item.bet.uid,
-                user=item.user.uid,
-                pool_uid=item.pool.uid,
-                currency=item.bet.currency,
-                amount=self._minor(item.bet.amount, item.bet.currency, "bet.amount"),
-                rake=self._minor(item.bet.rake, item.bet.currency, "bet.rake"),
-                ticket=item.bet.ticket or None,
-                request_uuid=item.bet.uuid,
+        entries = []
+        for item in request.bets:
+            currency = item.bet.currency.upper()
+            entries.append(
+                Entry(
+                    bet_uid=item.bet.uid,
+                    user=item.user.uid,
+                    pool_uid=item.pool.uid,
+                    currency=currency,
+                    amount=self._minor(item.bet.amount, currency, "bet.amount"),
+                    rake=self._minor(item.bet.rake, currency, "bet.rake"),
+                    ticket=item.bet.ticket or None,
+                    request_uuid=item.bet.uuid,
+                )
             )
-            for item in request.bets
-        ]
-        secrets: dict[str, Any] = {"ledger_ref": uuid.uuid4().hex}
+        reference = uuid.uuid4().hex
+        secrets: dict[str, Any] = {"ledger_ref": reference}
 
         def work(uow: UnitOfWork) -> PlacedBets:
-            known = uow.get_bets([entry.bet_uid for entry in entries])
-            new_bets: list[Bet] = []
-            holds: list[domain.Transaction] = []
             placed: list[int] = []
             unchanged: list[int] = []
-            for entry in entries:
-                placement = domain.place(entry, known.get(entry.bet_uid), secrets)
-                if placement is None:
-                    unchanged.append(entry.bet_uid)
-                    continue
-                known[entry.bet_uid] = placement.bet
-                new_bets.append(placement.bet)
-                if placement.hold is not None:
-                    holds.append(placement.hold)
-                placed.append(entry.bet_uid)
-            uow.add_bets(new_bets)
-            uow.post(holds)
+            stored_secrets: Mapping[str, Any] = {}
+            for number, chunk in enumerate(_chunks(entries)):
+                known = uow.get_bets([entry.bet_uid for entry in chunk])
+                if number == 0 and chunk[0].bet_uid in known:
+                    stored_secrets = known[chunk[0].bet_uid].secrets
+                new_bets: list[Bet] = []
+                legs: list[domain.Posting] = []
+                for entry in chunk:
+                    placement = domain.place(entry, known.get(entry.bet_uid), secrets)
+                    if placement is None:
+                        unchanged.append(entry.bet_uid)
+                        continue
+                    known[entry.bet_uid] = placement.bet
+                    new_bets.append(placement.bet)
+                    legs.extend(placement.legs)
+                    placed.append(entry.bet_uid)
+                uow.add_bets(new_bets)
+                if legs:
+                    key = f"hold:{reference}:{number}"
+                    uow.post([Transaction.journal(key, TxnKind.HOLD, legs)])
             # A pure re-send answers with the secrets the platform already stored.
-            answer = secrets if placed else dict(known[entries[0].bet_uid].secrets) or secrets
+            answer = secrets if placed else dict(stored_secrets) or secrets
             return PlacedBets(secrets=answer, placed=placed, unchanged=unchanged)
 
         return self._transact(work)
@@ -295,61 +306,67 @@ class Ledger:
     def refund(self, payload: RefundRequest | Payload) -> ClosedBets:
         """Refund Bet and Refund Tournament: reverse each named bet's hold exactly once."""
         request = validate(RefundRequest, payload)
-        items: list[tuple[RefundItem, Any]] = [
-            (RefundItem(part.bet.uid, part.user.uid, pool.pool.uid), part.bet)
-            for pool in request.pools
-            for part in pool.bets
-        ]
+        items = [(pool.pool.uid, part) for pool in request.pools for part in pool.bets]
 
-        def decide(known: dict[int, Bet]) -> tuple[list[Closing], list[int]]:
-            closings: list[Closing] = []
-            unchanged: list[int] = []
-            for item, sent in items:
-                bet = known.get(item.bet_uid)
-                closing = domain.refund(item, bet)
-                if closing is None:
-                    unchanged.append(item.bet_uid)
-                    continue
-                self._note_refund_mismatch(closing.bet, sent)
-                known[item.bet_uid] = closing.bet
-                closings.append(closing)
-            return closings, unchanged
+        def decide(item: tuple[int, RefundParticipant], bet: Bet | None) -> Closing | None:
+            pool_uid, part = item
+            closing = domain.refund(RefundItem(part.bet.uid, part.user.uid, pool_uid), bet)
+            if closing is not None:
+                self._note_refund_mismatch(closing.bet, part.bet)
+            return closing
 
-        return self._close([item.bet_uid for item, _ in items], decide)
+        return self._close(TxnKind.REFUND, items, decide)
 
     def settle(self, payload: SettleRequest | Payload) -> ClosedBets:
         """Settle Bet: capture each hold and credit positive payouts, each bet exactly once."""
         request = validate(SettleRequest, payload)
-        parts = [(pool.pool.uid, part) for pool in request.pools for part in pool.bets]
+        items = [(pool.pool.uid, part) for pool in request.pools for part in pool.bets]
 
-        def decide(known: dict[int, Bet]) -> tuple[list[Closing], list[int]]:
-            closings: list[Closing] = []
-            unchanged: list[int] = []
-            for pool_uid, part in parts:
-                bet = known.get(part.bet.uid)
-                currency = part.bet.currency or (bet.currency if bet else "")
-                payout = self._minor(part.bet.payout, currency, "bet.payout") if currency else 0
-                item = SettleItem(part.bet.uid, part.user.uid, pool_uid, payout, currency)
-                closing = domain.settle(item, bet)
-                if closing is None:
-                    unchanged.append(item.bet_uid)
-                    continue
-                known[item.bet_uid] = closing.bet
-                closings.append(closing)
-            return closings, unchanged
+        def decide(item: tuple[int, SettleParticipant], bet: Bet | None) -> Closing | None:
+            pool_uid, part = item
+            currency = (part.bet.currency or (bet.currency if bet else "")).upper()
+            payout = self._minor(part.bet.payout, currency, "bet.payout") if currency else 0
+            settled = SettleItem(part.bet.uid, part.user.uid, pool_uid, payout, currency)
+            return domain.settle(settled, bet)
 
-        return self._close([part.bet.uid for _, part in parts], decide)
+        return self._close(TxnKind.SETTLE, items, decide)
 
     def _close(
         self,
-        uids: list[int],
-        decide: Callable[[dict[int, Bet]], tuple[list[Closing], list[int]]],
+        kind: TxnKind,
+        items: list[tuple[int, P]],
+        decide: Callable[[tuple[int, P], Bet | None], Closing | None],
     ) -> ClosedBets:
+        """Close the bets of a refund or settle, chunk by chunk, in one unit of work.
+
+        Chunks bound the memory a million-participant settle needs; they share the one database
+        transaction, so the request stays all-or-nothing, and a later chunk sees what earlier
+        ones wrote (a bet named twice is closed once).
+        """
+        reference = uuid.uuid4().hex
+
         def work(uow: UnitOfWork) -> ClosedBets:
-            closings, unchanged = decide(uow.get_bets(uids))
-            uow.close_bets([closing.bet for closing in closings])
-            uow.post([closing.transaction for closing in closings])
-            return ClosedBets(closed=[c.bet.uid for c in closings], unchanged=unchanged)
+            closed: list[int] = []
+            unchanged: list[int] = []
+            for number, chunk in enumerate(_chunks(items)):
+                known = uow.get_bets([part.bet.uid for _, part in chunk])
+                closings: list[Bet] = []
+                legs: list[domain.Posting] = []
+                for item in chunk:
+                    uid = item[1].bet.uid
+                    closing = decide(item, known.get(uid))
+                    if closing is None:
+                        unchanged.append(uid)
+                        continue
+                    known[uid] = closing.bet
+                    closings.append(closing.bet)
+                    legs.extend(closing.legs)
+                    closed.append(uid)
+                uow.close_bets(closings)
+                if legs:
+                    key = f"{kind.value}:{reference}:{number}"
+                    uow.post([Transaction.journal(key, kind, legs)])
+            return ClosedBets(closed=closed, unchanged=unchanged)
 
         return self._transact(work)
 
@@ -440,7 +457,7 @@ class Ledger:
                 else self._decimal(found.payout, found.payout_currency)
             ),
             payout_currency=found.payout_currency,
-            secrets=found.secrets,
+            secrets=dict(found.secrets),
         )
 
     def pool_report(self, pool_uid: int) -> PoolReport:
@@ -486,6 +503,17 @@ class Ledger:
     def ping(self) -> None:
         """Raise :class:`~ledger.errors.StoreUnavailable` unless the database answers."""
         self._read(lambda uow: uow.ping())
+
+
+# Bets per chunk of a large request: bounds memory while keeping every write set-based.
+CHUNK = 50_000
+
+C = TypeVar("C")
+
+
+def _chunks(items: list[C]) -> Iterator[list[C]]:
+    for start in range(0, len(items), CHUNK):
+        yield items[start : start + CHUNK]
 
 
 def _text(value: object, name: str) -> str:
