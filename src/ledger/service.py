@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from . import domain
+from .batching import GroupCommit
 from .contract import (
     PlaceBetsRequest,
     RefundParticipant,
@@ -162,10 +163,15 @@ class Ledger:
         *,
         currencies: CurrencyTable | None = None,
         max_attempts: int = 8,
+        group_commit: bool | None = None,
     ) -> None:
         self.store = store
         self.currencies = currencies or CurrencyTable()
         self.max_attempts = max_attempts
+        if group_commit is None:
+            group_commit = store.single_writer
+        # SQLite: concurrent writers share commits (one fsync per batch, see ledger.batching).
+        self.group_commit = GroupCommit(store, max_attempts=max_attempts) if group_commit else None
 
     def __enter__(self) -> Self:
         return self
@@ -179,12 +185,16 @@ class Ledger:
         self.close()
 
     def close(self) -> None:
+        if self.group_commit is not None:
+            self.group_commit.close()
         self.store.close()
 
     # --- plumbing -------------------------------------------------------------------------------
 
     def _transact(self, work: Callable[[UnitOfWork], T]) -> T:
         """Run ``work`` in one unit of work and commit; re-run it when a concurrent writer won."""
+        if self.group_commit is not None:
+            return self.group_commit.run(work)
         for attempt in range(1, self.max_attempts + 1):
             try:
                 with self.store.unit_of_work() as uow:
@@ -540,11 +550,14 @@ def open_ledger(
     *,
     currencies: CurrencyTable | None = None,
     migrate: bool | None = None,
+    group_commit: bool | None = None,
     **store_options: Any,
 ) -> Ledger:
     """Open the ledger in the database ``url`` names (the one composition root of the library).
 
     ``sqlite:///path.db`` creates and upgrades the file itself; Postgres URLs expect
-    ``ledger db upgrade`` to have run (or pass ``migrate=True``).
+    ``ledger db upgrade`` to have run (or pass ``migrate=True``). ``group_commit`` (default: on
+    for SQLite) applies concurrent writes in shared transactions, one durable commit per batch.
     """
-    return Ledger(open_store(url, migrate=migrate, **store_options), currencies=currencies)
+    store = open_store(url, migrate=migrate, **store_options)
+    return Ledger(store, currencies=currencies, group_commit=group_commit)

@@ -64,6 +64,9 @@ def normalize_url(url: str) -> str:
 class PostgresStore(SqlStore):
     """A ledger in a Postgres database."""
 
+    # Postgres groups concurrent commits itself and lets writers of different rows run at once.
+    single_writer = False
+
     def __init__(
         self,
         url: str,

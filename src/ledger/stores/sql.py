@@ -222,6 +222,19 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             self._conn.commit()
 
+    @contextlib.contextmanager
+    def savepoint(self) -> Iterator[None]:
+        with self._store.translate_errors():
+            nested = self._conn.begin_nested()
+        try:
+            yield
+        except BaseException:
+            with self._store.translate_errors():
+                nested.rollback()
+            raise
+        with self._store.translate_errors():
+            nested.commit()
+
     def ping(self) -> None:
         with self._store.translate_errors():
             self._conn.execute(select(literal(1))).scalar_one()

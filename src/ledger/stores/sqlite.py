@@ -36,6 +36,8 @@ __all__ = ["SqliteStore"]
 class SqliteStore(SqlStore):
     """A ledger in one SQLite file; upgrades its own schema on first use."""
 
+    single_writer = True
+
     def __init__(self, url: str, *, busy_timeout: float = 10.0, migrate: bool = True) -> None:
         parsed = make_url(url)
         if not parsed.database or parsed.database == ":memory:":
