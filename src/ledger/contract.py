@@ -164,19 +164,6 @@ def parse_json(body: bytes | str) -> Any:
         raise InvalidRequest(f"malformed JSON: {exc}", key="request.malformed_json") from None
 
 
-def _float_free(value: Any) -> Any:
-    # A caller that parsed JSON with the standard library hands us binary floats. Their shortest
-    # round-trip repr reproduces the digits the JSON text held for any amount of up to 15
-    # significant digits; that repr, not the float, becomes the Decimal.
-    if isinstance(value, float):
-        return Decimal(repr(value))
-    if isinstance(value, Mapping):
-        return {key: _float_free(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_float_free(item) for item in value]
-    return value
-
-
 def validate(model: type[M], payload: M | Mapping[str, Any] | bytes | str) -> M:
     """Validate a request body given as a model, a parsed dict, or raw JSON bytes or text.
 
@@ -189,7 +176,11 @@ def validate(model: type[M], payload: M | Mapping[str, Any] | bytes | str) -> M:
         if isinstance(payload, bytes | bytearray | memoryview | str):
             return _decoder(model).decode(payload)
         if isinstance(payload, Mapping):
-            return msgspec.convert(_float_free(payload), model, strict=True)
+            # A caller that parsed JSON with the standard library hands us binary floats;
+            # msgspec turns each into the Decimal of its shortest round-trip repr, which
+            # reproduces the digits the JSON text held for amounts of up to 15 significant
+            # digits (for exactness beyond that, pass the raw bytes).
+            return msgspec.convert(payload, model, strict=True)
     except msgspec.ValidationError as exc:
         raise InvalidRequest(str(exc)) from None
     except msgspec.DecodeError as exc:

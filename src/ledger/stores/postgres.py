@@ -145,6 +145,19 @@ class PostgresStore(SqlStore):
                 sql, tuple(list(column) for column in zip(*chunk, strict=True))
             )
 
+    def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
+        changed = 0
+        for start in range(0, len(rows), BULK_ROWS):
+            chunk = rows[start : start + BULK_ROWS]
+            result = connection.exec_driver_sql(
+                "UPDATE accounts a SET balance = a.balance + v.delta "
+                "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(delta, name, currency) "
+                "WHERE a.name = v.name AND a.currency = v.currency AND a.balance + v.delta >= 0",
+                tuple(list(column) for column in zip(*chunk, strict=True)),
+            )
+            changed += int(result.rowcount)
+        return changed
+
     def add_to_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
         for start in range(0, len(rows), BULK_ROWS):
             chunk = rows[start : start + BULK_ROWS]

@@ -20,11 +20,11 @@ from sqlalchemy import (
     Engine,
     Table,
     and_,
-    bindparam,
     case,
     func,
     literal,
     select,
+    tuple_,
 )
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -113,6 +113,11 @@ class SqlStore:
         *,
         ignore_conflicts: bool = False,
     ) -> None:
+        raise NotImplementedError
+
+    def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
+        """Add each negative ``(delta, name, currency)`` unless the balance would go below zero;
+        return how many accounts changed."""
         raise NotImplementedError
 
     def add_to_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
@@ -355,32 +360,40 @@ class SqlUnitOfWork:
             self._apply(keys, deltas)
 
     def _apply(self, keys: list[tuple[str, str]], deltas: dict[tuple[str, str], int]) -> None:
-        """Apply net balance changes: checked debits first, then credits in bulk, in key order."""
-        debit = (
-            accounts.update()
-            .where(
-                accounts.c.name == bindparam("a_name"),
-                accounts.c.currency == bindparam("a_currency"),
-                accounts.c.balance + bindparam("a_delta") >= 0,
-            )
-            .values(balance=accounts.c.balance + bindparam("a_delta"))
-        )
+        """Apply net balance changes: checked debits, then unchecked credits, in key order."""
+        debits = []
         credits = []
         for name, currency in keys:
             delta = deltas[(name, currency)]
-            if delta == 0:
-                continue
-            if delta > 0 or account_kind(name) != "available":
+            if delta > 0 or (delta and account_kind(name) != "available"):
                 # Held money only ever returns what a hold put there; the database's
-                # no-overdraft check guards it all the same, so these can go in bulk.
+                # no-overdraft check guards it all the same.
                 credits.append((delta, name, currency))
-                continue
-            # One conditional update per debited available balance: atomic against every other
-            # writer (no read-modify-write, so no lost update), and it refuses an overdraft.
-            params = {"a_name": name, "a_currency": currency, "a_delta": delta}
-            if self._conn.execute(debit, params).rowcount != 1:
-                user = name.removeprefix("user:")
-                raise InsufficientFunds(f"user {user} has insufficient {currency} funds")
+            elif delta:
+                debits.append((delta, name, currency))
+        # Conditional updates (balance + delta >= 0): atomic against every other writer, so no
+        # read-modify-write and no lost update, and an overdraft changes no row.
+        if self._store.debit_balances(self._conn, debits) != len(debits):
+            short = self._conn.execute(
+                select(accounts.c.name, accounts.c.currency).where(
+                    tuple_(accounts.c.name, accounts.c.currency).in_(
+                        [(name, currency) for _, name, currency in debits]
+                    ),
+                    accounts.c.balance
+                    + case(
+                        *(
+                            (and_(accounts.c.name == name, accounts.c.currency == currency), delta)
+                            for delta, name, currency in debits
+                        ),
+                        else_=0,
+                    )
+                    < 0,
+                )
+            ).first()
+            user, currency = (short[0], short[1]) if short else (debits[0][1], debits[0][2])
+            raise InsufficientFunds(
+                f"user {user.removeprefix('user:')} has insufficient {currency} funds"
+            )
         self._store.add_to_balances(self._conn, credits)
 
     # --- reads ----------------------------------------------------------------------------------

@@ -103,6 +103,16 @@ class SqliteStore(SqlStore):
         sql = f"{verb} INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
         connection.exec_driver_sql(sql, list(rows))
 
+    def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
+        if not rows:
+            return 0
+        result = connection.exec_driver_sql(
+            "UPDATE accounts SET balance = balance + ? "
+            "WHERE name = ? AND currency = ? AND balance + ?1 >= 0",
+            list(rows),
+        )
+        return int(result.rowcount)
+
     def add_to_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
         if rows:
             connection.exec_driver_sql(
