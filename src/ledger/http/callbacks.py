@@ -1,0 +1,256 @@
+"""The platform's callbacks: ``POST /bets``, ``/bets/cancel``, ``/winners`` (contract 4.1).
+
+Every delivery goes through :func:`_deliver`, in this order: the caller's address (allowlist), its
+token (401/403), the ``X-Callback-Event`` header (400 on a mismatch), the body (413 over the limit),
+then the ledger, on a worker thread. The raw body bytes go to the ledger unparsed, because its JSON
+parser keeps every number exact; Litestar's parser would not.
+
+Each delivery, whatever its outcome, writes one JSON log line on the ``ledger.http`` logger (and
+nothing else goes there, so that it is a clean JSON-lines stream) and updates the metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from litestar import Request, Response, post
+from litestar.exceptions import HTTPException, InternalServerException
+from litestar.handlers import HTTPRouteHandler
+from litestar.openapi.datastructures import ResponseSpec
+from pydantic import BaseModel
+
+from ..contract import PlaceBetsRequest, RefundRequest, SettleRequest, validate
+from ..errors import InvalidRequest, LedgerError
+from ..service import ClosedBets, Ledger, PlacedBets
+from .auth import authenticate, client_address, require_address, require_role
+from .errors import http_error_key
+from .runtime import Runtime
+
+__all__ = ["EVENTS", "callback_handlers"]
+
+log = logging.getLogger("ledger.http")
+
+PLACE_BET = "create:fantasy_team"
+REFUND_BET = "destroy:fantasy_team"
+REFUND_TOURNAMENT = "cancel:tournament"
+SETTLE_BET = "winners:tournament"
+EVENTS = (PLACE_BET, REFUND_BET, REFUND_TOURNAMENT, SETTLE_BET)
+
+# A log line names at most this many bet uids (a settle may carry a million).
+LOGGED_UIDS = 20
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the ledger did, as the response body and the bet uids to log."""
+
+    body: dict[str, Any]
+    bet_uids: Sequence[int]
+
+
+@dataclass(frozen=True)
+class Callback:
+    """One callback endpoint: which events it accepts, who may call it, what it does."""
+
+    path: str
+    events: tuple[str, ...]  # the first is the default, used when the header is absent
+    roles: tuple[str, ...]
+    need_subject: bool
+    model: type[BaseModel]
+    run: Callable[[Ledger, Any], Outcome]
+    summary: str
+    description: str
+
+
+def _place(ledger: Ledger, request: Any) -> Outcome:
+    placed: PlacedBets = ledger.place_bets(request)
+    return Outcome({"secrets": placed.secrets}, [*placed.placed, *placed.unchanged])
+
+
+def _closed(result: ClosedBets) -> Outcome:
+    # Counts, not uid lists: a settle answer for a million participants would be megabytes that
+    # the platform ignores anyway.
+    return Outcome(
+        {"closed": len(result.closed), "unchanged": len(result.unchanged)},
+        [*result.closed, *result.unchanged],
+    )
+
+
+def _refund(ledger: Ledger, request: Any) -> Outcome:
+    return _closed(ledger.refund(request))
+
+
+def _settle(ledger: Ledger, request: Any) -> Outcome:
+    return _closed(ledger.settle(request))
+
+
+def _callbacks(refund_tournament_path: str | None) -> list[Callback]:
+    # Keep accepting cancel:tournament on /bets/cancel even with a separate path configured:
+    # the contract makes /bets/cancel the default, and refusing it would strand a re-send that
+    # the platform still routes there during a switch-over.
+    refund_events = (REFUND_BET, REFUND_TOURNAMENT)
+    callbacks = [
+        Callback(
+            "/bets",
+            (PLACE_BET,),
+            ("user", "admin"),
+            False,
+            PlaceBetsRequest,
+            _place,
+            "Place Bet",
+            "Hold `amount + rake` for each entry, all or none; free entries hold nothing. "
+            "Answers `{secrets}`; 402 `user.insufficient_funds` when the user is short.",
+        ),
+        Callback(
+            "/bets/cancel",
+            refund_events,
+            ("admin",),
+            True,
+            RefundRequest,
+            _refund,
+            "Refund Bet / Refund Tournament",
+            "Reverse each named bet's hold exactly once, all or none.",
+        ),
+        Callback(
+            "/winners",
+            (SETTLE_BET,),
+            ("admin",),
+            True,
+            SettleRequest,
+            _settle,
+            "Settle Bet",
+            "Capture each hold and credit positive payouts, each bet exactly once, all or none.",
+        ),
+    ]
+    if refund_tournament_path:
+        callbacks.append(
+            Callback(
+                refund_tournament_path,
+                (REFUND_TOURNAMENT,),
+                ("admin",),
+                True,
+                RefundRequest,
+                _refund,
+                "Refund Tournament",
+                "Refund every named bet of a cancelled tournament exactly once, all or none.",
+            )
+        )
+    return callbacks
+
+
+_ERROR_RESPONSES = {
+    status: ResponseSpec(data_container=dict[str, str], description=description)
+    for status, description in (
+        (400, "Malformed request, invalid amount or wrong X-Callback-Event"),
+        (401, "Missing or invalid token"),
+        (402, "user.insufficient_funds"),
+        (403, "Wrong client or role, or address not allowed"),
+        (404, "bet.not_found"),
+        (409, "bet.conflict, bet.already_refunded, bet.already_settled"),
+        (413, "Body over LEDGER_MAX_BODY_BYTES"),
+        (503, "Database unavailable or busy: re-send later"),
+    )
+}
+
+
+def callback_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
+    """The route handlers of every configured callback, bound to ``runtime``."""
+    return [
+        _handler(runtime, callback)
+        for callback in _callbacks(runtime.settings.refund_tournament_path)
+    ]
+
+
+def _handler(runtime: Runtime, callback: Callback) -> HTTPRouteHandler:
+    async def handle(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+        return await _deliver(runtime, callback, request)
+
+    handle.__name__ = "callback_" + callback.path.strip("/").replace("/", "_")
+    return post(
+        callback.path,
+        status_code=200,
+        summary=callback.summary,
+        description=callback.description,
+        responses=_ERROR_RESPONSES,
+        tags=["callbacks"],
+    )(handle)
+
+
+async def _deliver(
+    runtime: Runtime, callback: Callback, request: Request[Any, Any, Any]
+) -> Response[dict[str, Any]]:
+    settings = runtime.settings
+    metrics = runtime.metrics
+    started = time.perf_counter()
+    event = request.headers.get("x-callback-event")
+    label = event if event in callback.events else callback.events[0]
+    address = client_address(
+        request.client.host if request.client else None,
+        request.headers.get("x-forwarded-for"),
+        settings.trusted_proxies,
+    )
+    status, outcome, message = 500, "internal", ""
+    bet_uids: Sequence[int] = ()
+    metrics.in_progress.inc()
+    try:
+        require_address(address, settings.allowed_ips)
+        caller = authenticate(request.headers.get("authorization"), settings)
+        require_role(caller, callback.roles, need_subject=callback.need_subject)
+        if event is not None and event not in callback.events:
+            raise InvalidRequest(
+                f"X-Callback-Event {event!r} does not belong on {callback.path} "
+                f"(expected {' or '.join(callback.events)})",
+                key="request.wrong_event",
+            )
+        try:
+            body = await request.body()
+        except InternalServerException:
+            # Litestar's way of saying the client hung up mid-body: bad input, not our fault.
+            raise InvalidRequest(
+                "the client disconnected before sending the whole body", key="request.incomplete"
+            ) from None
+
+        def run() -> Outcome:
+            # Validate before touching the database, so that bad input is a 400 even while the
+            # database is down (a 503 would make the platform re-send a hopeless request).
+            parsed = validate(callback.model, body)
+            return callback.run(runtime.ledger(), parsed)
+
+        result = await runtime.offload(run)
+        status, outcome, bet_uids = 200, "ok", result.bet_uids
+        return Response(result.body, status_code=200)
+    except LedgerError as exc:
+        status, outcome, message = exc.status, exc.key, exc.message
+        bet_uids = [exc.bet_uid] if exc.bet_uid is not None else ()
+        raise
+    except HTTPException as exc:
+        status, outcome, message = exc.status_code, http_error_key(exc.status_code), exc.detail
+        raise
+    finally:
+        elapsed = time.perf_counter() - started
+        metrics.in_progress.dec()
+        metrics.deliveries.labels(label, outcome, str(status)).inc()
+        metrics.latency.labels(label).observe(elapsed)
+        line: dict[str, Any] = {
+            "msg": "callback",
+            "request_id": request.headers.get("x-request-id"),
+            "event": event,
+            "path": callback.path,
+            "ip": str(address) if address else None,
+            "status": status,
+            "outcome": outcome,
+            "duration_ms": round(elapsed * 1000, 3),
+            "bet_count": len(bet_uids),
+            "bet_uids": list(bet_uids[:LOGGED_UIDS]),
+        }
+        if message:
+            line["message"] = message
+        log.log(
+            logging.INFO if status < 500 else logging.ERROR,
+            json.dumps(line, separators=(",", ":")),
+        )

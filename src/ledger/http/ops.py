@@ -1,0 +1,41 @@
+"""Probes and metrics: ``GET /health``, ``GET /ready``, ``GET /metrics``.
+
+``/health`` says the process answers (a liveness probe must not depend on the database, or a
+database outage would restart every replica). ``/ready`` says the database answers too, so that a
+load balancer stops sending callbacks that could only get 503.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Response, get
+from litestar.handlers import HTTPRouteHandler
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from ..errors import StoreUnavailable
+from .runtime import Runtime
+
+__all__ = ["ops_handlers"]
+
+
+def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
+    """The probe and metrics handlers, bound to ``runtime``."""
+
+    @get("/health", summary="Liveness: the process answers", tags=["operations"])
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @get("/ready", summary="Readiness: the database answers (503 when not)", tags=["operations"])
+    async def ready() -> Response[dict[str, Any]]:
+        try:
+            await runtime.call(lambda ledger: ledger.ping())
+        except StoreUnavailable as exc:
+            return Response(exc.to_dict(), status_code=503)
+        return Response({"status": "ready"}, status_code=200)
+
+    @get("/metrics", summary="Prometheus metrics", tags=["operations"], include_in_schema=False)
+    async def metrics() -> Response[bytes]:
+        return Response(generate_latest(runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return [health, ready, metrics]

@@ -1,0 +1,163 @@
+"""Configuration of the callback server, read once from the environment (DESIGN section 7).
+
+:class:`Settings` is a frozen value: the app factory takes one and never looks at ``os.environ``
+itself, so tests build as many differently configured apps as they like. Every variable is
+validated here, at start-up, so that a typo stops the server with a clear message instead of
+turning into 5xx answers later.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .currencies import CurrencyTable
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "HMAC_ALGORITHMS", "Network", "Settings", "SettingsError"]
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# A settle of a million participants is a few hundred bytes each: about 300 MB of JSON.
+DEFAULT_MAX_BODY_BYTES = 512 * 1024 * 1024
+
+# The contract signs callbacks with a *shared secret*, which means an HMAC algorithm. Asymmetric
+# algorithms would need public keys, and ``none`` is never acceptable.
+HMAC_ALGORITHMS = ("HS256", "HS384", "HS512")
+
+MIN_OPERATOR_TOKEN_LENGTH = 16
+
+
+class SettingsError(ValueError):
+    """A configuration value is missing or malformed; the message names the variable."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the callback server is configured with. Build it with :meth:`from_env`."""
+
+    database_url: str = "sqlite:///ledger.db"
+    client_name: str | None = None
+    jwt_secrets: tuple[str, ...] = ()
+    jwt_algorithms: tuple[str, ...] = ("HS256",)
+    jwt_leeway: int = 30
+    operator_token: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    refund_tournament_path: str | None = None
+    allowed_ips: tuple[Network, ...] = ()
+    trusted_proxies: tuple[Network, ...] = ()
+    currencies: CurrencyTable = field(default_factory=CurrencyTable)
+    db_timeout: float = 10.0
+    db_pool_size: int = 10
+    worker_threads: int = 16
+    tls_min_version: str = "1.3"
+    log_level: str = "INFO"
+    dev_mode: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.database_url.startswith(("sqlite", "postgres")):
+            raise SettingsError(
+                f"LEDGER_DATABASE_URL={self.database_url!r}: expected sqlite:///path.db or "
+                "postgresql+psycopg://user:password@host/database"
+            )
+        unknown = [name for name in self.jwt_algorithms if name not in HMAC_ALGORITHMS]
+        if unknown or not self.jwt_algorithms:
+            raise SettingsError(
+                f"LEDGER_JWT_ALGORITHMS: {', '.join(unknown) or 'empty'} not allowed; "
+                f"choose from {', '.join(HMAC_ALGORITHMS)}"
+            )
+        if any(not secret for secret in self.jwt_secrets):
+            raise SettingsError("LEDGER_JWT_SECRET: empty secret in the list")
+        if self.operator_token is not None:
+            if len(self.operator_token) < MIN_OPERATOR_TOKEN_LENGTH:
+                raise SettingsError(
+                    f"LEDGER_OPERATOR_TOKEN: use at least {MIN_OPERATOR_TOKEN_LENGTH} characters"
+                )
+            # One credential must never open both doors: platform tokens stay off /admin.
+            if self.operator_token in self.jwt_secrets:
+                raise SettingsError("LEDGER_OPERATOR_TOKEN must differ from LEDGER_JWT_SECRET")
+        if self.max_body_bytes < 1024:
+            raise SettingsError("LEDGER_MAX_BODY_BYTES: must be at least 1024")
+        path = self.refund_tournament_path
+        if path is not None and (
+            not path.startswith("/")
+            or path.rstrip("/") in ("", "/bets", "/winners", "/bets/cancel")
+        ):
+            raise SettingsError(
+                f"LEDGER_REFUND_TOURNAMENT_PATH={path!r}: expected a path such as "
+                "/tournaments/cancel that no other callback uses"
+            )
+        if self.tls_min_version not in ("1.2", "1.3"):
+            raise SettingsError("LEDGER_TLS_MIN_VERSION: expected 1.2 or 1.3")
+        if self.db_timeout <= 0 or self.db_pool_size < 1 or self.worker_threads < 1:
+            raise SettingsError("LEDGER_DB_TIMEOUT, LEDGER_DB_POOL_SIZE, LEDGER_WORKER_THREADS > 0")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Settings:
+        """Read every ``LEDGER_*`` variable; unset or empty ones take their defaults."""
+
+        def get(name: str) -> str | None:
+            value = environ.get(name, "").strip()
+            return value or None
+
+        options: dict[str, Any] = {}
+        if (url := get("LEDGER_DATABASE_URL")) is not None:
+            options["database_url"] = url
+        options["client_name"] = get("LEDGER_CLIENT_NAME")
+        options["jwt_secrets"] = _split(get("LEDGER_JWT_SECRET"))
+        if (algorithms := get("LEDGER_JWT_ALGORITHMS")) is not None:
+            options["jwt_algorithms"] = tuple(name.upper() for name in _split(algorithms))
+        options["operator_token"] = get("LEDGER_OPERATOR_TOKEN")
+        options["refund_tournament_path"] = get("LEDGER_REFUND_TOURNAMENT_PATH")
+        options["allowed_ips"] = _networks("LEDGER_ALLOWED_IPS", get("LEDGER_ALLOWED_IPS"))
+        options["trusted_proxies"] = _networks(
+            "LEDGER_TRUSTED_PROXIES", get("LEDGER_TRUSTED_PROXIES")
+        )
+        for name, key, kind in (
+            ("LEDGER_JWT_LEEWAY", "jwt_leeway", int),
+            ("LEDGER_MAX_BODY_BYTES", "max_body_bytes", int),
+            ("LEDGER_DB_TIMEOUT", "db_timeout", float),
+            ("LEDGER_DB_POOL_SIZE", "db_pool_size", int),
+            ("LEDGER_WORKER_THREADS", "worker_threads", int),
+        ):
+            if (raw := get(name)) is not None:
+                try:
+                    options[key] = kind(raw)
+                except ValueError:
+                    raise SettingsError(f"{name}={raw!r}: expected a number") from None
+        if (tls := get("LEDGER_TLS_MIN_VERSION")) is not None:
+            options["tls_min_version"] = tls
+        if (level := get("LEDGER_LOG_LEVEL")) is not None:
+            options["log_level"] = level.upper()
+        try:
+            options["currencies"] = CurrencyTable.from_env(environ)
+        except ValueError as exc:
+            raise SettingsError(f"LEDGER_CURRENCY_SCALES / LEDGER_DEFAULT_SCALE: {exc}") from None
+        return cls(**options)
+
+    def store_options(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`ledger.open_ledger` that bound every database wait."""
+        if self.database_url.startswith("sqlite"):
+            return {"busy_timeout": self.db_timeout}
+        return {
+            "lock_timeout": self.db_timeout,
+            "connect_timeout": min(self.db_timeout, 5.0),
+            "pool_size": self.db_pool_size,
+        }
+
+
+def _split(text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return ()
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _networks(name: str, text: str | None) -> tuple[Network, ...]:
+    networks = []
+    for item in _split(text):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise SettingsError(f"{name}: {item!r} is not an IP address or CIDR") from None
+    return tuple(networks)

