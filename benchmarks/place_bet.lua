@@ -1,5 +1,5 @@
 -- wrk script: one new Place Bet per request, a unique bet uid for every request of every thread.
--- Arguments (after --): <Authorization header value> <number of users> <path>
+-- Arguments (after --): <Authorization header value> <number of users> <path> <first bet uid>
 local threads = {}
 
 function setup(thread)
@@ -12,7 +12,7 @@ function init(args)
   users = tonumber(args[2])
   path = args[3]
   counter = 0
-  base = id * 1000000000 + math.random(0, 999) * 1000000
+  base = tonumber(args[4]) + id * 100000000
   wrk.method = "POST"
   wrk.headers["Content-Type"] = "application/json"
   wrk.headers["Accept"] = "application/json"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import platform
@@ -109,13 +110,16 @@ def echo_server(port: int) -> contextlib.AbstractContextManager[Any]:
     return server(command, port, {})
 
 
+_RUNS = itertools.count(1)  # every wrk run places bets with uids of its own
+
+
 def wrk(port: int, path: str, users: int, seconds: int) -> dict[str, Any]:
     if shutil.which("wrk") is None:
         raise SystemExit("benchmark (a) needs wrk: apt-get install wrk")
     command = [
         "wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s", "--timeout", "10s",
         "-s", str(HERE / "place_bet.lua"), f"http://127.0.0.1:{port}",
-        "--", auth_header(), str(users), path,
+        "--", auth_header(), str(users), path, str(next(_RUNS) * 10_000_000_000),
     ]  # fmt: skip
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     line = next(line for line in output.splitlines() if line.startswith("WRK_JSON "))

@@ -31,9 +31,18 @@ log = logging.getLogger("ledger.batching")
 T = TypeVar("T")
 
 
+Outcome = Any  # a job's result, or the LedgerError it failed with
+
+GroupWork = Callable[[UnitOfWork, list[Any]], list[Outcome]]
+"""Applies the items of several jobs of one kind together and returns one outcome per item, an
+exception instance for a job that failed. It must write nothing for a job that fails."""
+
+
 @dataclass
 class _Job(Generic[T]):
     work: Callable[[UnitOfWork], T]
+    group: GroupWork | None = None
+    item: Any = None
     future: Future[T] = field(default_factory=Future)
     attempts: int = 0
 
@@ -55,9 +64,20 @@ class GroupCommit:
         self.batches = 0  # how many commits; with ``requests``, the average batch size
         self.requests = 0
 
-    def submit(self, work: Callable[[UnitOfWork], T]) -> Future[T]:
-        """Queue ``work``; the future resolves after the commit that holds it is durable."""
-        job: _Job[T] = _Job(work)
+    def submit(
+        self,
+        work: Callable[[UnitOfWork], T],
+        *,
+        group: GroupWork | None = None,
+        item: Any = None,
+    ) -> Future[T]:
+        """Queue ``work``; the future resolves after the commit that holds it is durable.
+
+        With ``group``, consecutive queued jobs of the same group are applied together, by one
+        call of ``group`` with their ``item``s (set-based writes instead of statements per
+        request); ``work`` remains the way to run the job alone.
+        """
+        job: _Job[T] = _Job(work, group, item)
         with self._lock:
             if self._closed:
                 raise StoreUnavailable("the ledger is closed")
@@ -69,9 +89,15 @@ class GroupCommit:
             self._queue.put(job)
         return job.future
 
-    def run(self, work: Callable[[UnitOfWork], T]) -> T:
+    def run(
+        self,
+        work: Callable[[UnitOfWork], T],
+        *,
+        group: GroupWork | None = None,
+        item: Any = None,
+    ) -> T:
         """Submit ``work`` and wait for its durable result (or its error)."""
-        return self.submit(work).result()
+        return self.submit(work, group=group, item=item).result()
 
     def close(self) -> None:
         """Finish what is queued, then stop the writer."""
@@ -100,26 +126,62 @@ class GroupCommit:
             if batch:
                 self._commit(batch)
 
+    def _apply_group(
+        self,
+        uow: UnitOfWork,
+        run: list[_Job[Any]],
+        done: list[tuple[_Job[Any], Any]],
+        failed: list[tuple[_Job[Any], BaseException]],
+    ) -> bool:
+        """Apply a run of same-group jobs in one call; False (nothing written) if it raised."""
+        group = run[0].group
+        assert group is not None
+        try:
+            with uow.savepoint():
+                outcomes = group(uow, [job.item for job in run])
+        except BaseException:  # noqa: BLE001 - each job is then tried alone, in order
+            log.debug("group of %d failed as a whole; applying its jobs one by one", len(run))
+            return False
+        for job, outcome in zip(run, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                failed.append((job, outcome))
+            else:
+                done.append((job, outcome))
+        return True
+
+    def _apply_one(
+        self,
+        uow: UnitOfWork,
+        job: _Job[Any],
+        done: list[tuple[_Job[Any], Any]],
+        failed: list[tuple[_Job[Any], BaseException]],
+        again: list[_Job[Any]],
+    ) -> None:
+        try:
+            with uow.savepoint():
+                done.append((job, job.work(uow)))
+        except Retry as race:
+            # Another process won a race on a key: run it again in a later batch, where it will
+            # see the winner's committed work.
+            job.attempts += 1
+            if job.attempts < self.max_attempts:
+                again.append(job)
+            else:
+                failed.append((job, StoreBusy(f"gave up: {race.message}")))
+        except BaseException as error:  # noqa: BLE001 - handed to its own caller
+            failed.append((job, error))
+
     def _commit(self, batch: list[_Job[Any]]) -> None:
         done: list[tuple[_Job[Any], Any]] = []
         failed: list[tuple[_Job[Any], BaseException]] = []
         again: list[_Job[Any]] = []
         try:
             with self.store.unit_of_work() as uow:
-                for job in batch:
-                    try:
-                        with uow.savepoint():
-                            done.append((job, job.work(uow)))
-                    except Retry as race:
-                        # Another process won a race on a key: run it again in a later batch,
-                        # where it will see the winner's committed work.
-                        job.attempts += 1
-                        if job.attempts < self.max_attempts:
-                            again.append(job)
-                        else:
-                            failed.append((job, StoreBusy(f"gave up: {race.message}")))
-                    except BaseException as error:  # noqa: BLE001 - handed to its own caller
-                        failed.append((job, error))
+                for run in _runs(batch):
+                    if len(run) > 1 and self._apply_group(uow, run, done, failed):
+                        continue
+                    for job in run:
+                        self._apply_one(uow, job, done, failed, again)
                 uow.commit()
         except BaseException as error:
             # The batch did not commit: nothing of it is durable, so every request that had not
@@ -139,3 +201,14 @@ class GroupCommit:
             job.future.set_exception(problem)
         for job in again:
             self._queue.put(job)
+
+
+def _runs(batch: list[_Job[Any]]) -> list[list[_Job[Any]]]:
+    """Split a batch into runs of consecutive jobs of one group (jobs without a group alone)."""
+    runs: list[list[_Job[Any]]] = []
+    for job in batch:
+        if runs and job.group is not None and runs[-1][0].group == job.group:
+            runs[-1].append(job)
+        else:
+            runs.append([job])
+    return runs

@@ -13,6 +13,7 @@ import logging
 import random
 import time
 import uuid
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -32,7 +33,7 @@ from .contract import (
 )
 from .currencies import CurrencyTable
 from .domain import Bet, Closing, Entry, RefundItem, SettleItem, Transaction, TxnKind
-from .errors import InvalidRequest, StoreBusy
+from .errors import InsufficientFunds, InvalidRequest, LedgerError, StoreBusy
 from .money import from_minor, parse_decimal, render, to_minor
 from .stores import CheckReport, Retry, Store, UnitOfWork, open_store
 
@@ -141,6 +142,14 @@ class Movement:
     currency: str
     amount: Decimal
     applied: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Placement:
+    """A validated Place Bet request on its way to the writer."""
+
+    entries: list[Entry]
+    reference: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,37 +290,120 @@ class Ledger:
                     request_uuid=item.bet.uuid,
                 )
             )
-        reference = uuid.uuid4().hex
-        secrets: dict[str, Any] = {"ledger_ref": reference}
+        placement = _Placement(entries, uuid.uuid4().hex)
 
-        def work(uow: UnitOfWork) -> PlacedBets:
+        def alone(uow: UnitOfWork) -> PlacedBets:
+            outcome = self._place_requests(uow, [placement], alone=True)[0]
+            assert isinstance(outcome, PlacedBets)
+            return outcome
+
+        if self.group_commit is None:
+            return self._transact(alone)
+        if len(entries) > CHUNK:
+            # A huge request is written chunk by chunk as it goes: it must run alone.
+            return self.group_commit.run(alone)
+        return self.group_commit.run(alone, group=self._place_requests, item=placement)
+
+    def _place_requests(
+        self, uow: UnitOfWork, requests: list[_Placement], *, alone: bool = False
+    ) -> list[PlacedBets | LedgerError]:
+        """Decide and write several Place Bet requests with set-based writes.
+
+        Each request is decided in memory against the bets and available balances read once
+        (the writer holds the database lock, so they cannot change meanwhile), all of it or none
+        of it: a failing request leaves no trace and gets its error as its outcome. The store's
+        conditional debits and unique keys still guard every write. ``alone`` is the single
+        request path: errors are raised, and a huge request is flushed chunk by chunk.
+        """
+        known: dict[int, Bet | None] = {}
+        balances: dict[tuple[str, str], int] = {}
+        pending_bets: list[Bet] = []
+        pending: list[Transaction] = []
+
+        def flush() -> None:
+            uow.add_bets(pending_bets)
+            uow.post(pending)
+            pending_bets.clear()
+            pending.clear()
+
+        def load(entries: list[Entry]) -> None:
+            missing = [entry.bet_uid for entry in entries if entry.bet_uid not in known]
+            if missing:
+                found = uow.get_bets(missing)
+                known.update({uid: found.get(uid) for uid in missing})
+            debited = {
+                (domain.user_account(entry.user), entry.currency)
+                for entry in entries
+                if not entry.ticket and entry.total
+            }
+            missing_accounts = [key for key in debited if key not in balances]
+            if missing_accounts:
+                found_balances = uow.account_balances(missing_accounts)
+                balances.update({key: found_balances.get(key, 0) for key in missing_accounts})
+
+        if not alone:
+            load([entry for request in requests for entry in request.entries])
+        outcomes: list[PlacedBets | LedgerError] = []
+        for request in requests:
+            secrets = {"ledger_ref": request.reference}
+            mine: dict[int, Bet] = {}
+            fresh: list[Bet] = []
+            spent: dict[tuple[str, str], int] = defaultdict(int)
+            legs: list[domain.Posting] = []
             placed: list[int] = []
             unchanged: list[int] = []
             stored_secrets: Mapping[str, Any] = {}
-            for number, chunk in enumerate(_chunks(entries)):
-                known = uow.get_bets([entry.bet_uid for entry in chunk])
-                if number == 0 and chunk[0].bet_uid in known:
-                    stored_secrets = known[chunk[0].bet_uid].secrets
-                new_bets: list[Bet] = []
-                legs: list[domain.Posting] = []
-                for entry in chunk:
-                    placement = domain.place(entry, known.get(entry.bet_uid), secrets)
-                    if placement is None:
-                        unchanged.append(entry.bet_uid)
-                        continue
-                    known[entry.bet_uid] = placement.bet
-                    new_bets.append(placement.bet)
-                    legs.extend(placement.legs)
-                    placed.append(entry.bet_uid)
-                uow.add_bets(new_bets)
-                if legs:
-                    key = f"hold:{reference}:{number}"
-                    uow.post([Transaction.journal(key, TxnKind.HOLD, legs)])
+            try:
+                for number, chunk in enumerate(_chunks(request.entries)):
+                    load(chunk)
+                    for entry in chunk:
+                        existing = mine.get(entry.bet_uid) or known[entry.bet_uid]
+                        if not placed and not unchanged and existing is not None:
+                            stored_secrets = existing.secrets
+                        decided = domain.place(entry, existing, secrets)
+                        if decided is None:
+                            unchanged.append(entry.bet_uid)
+                            continue
+                        mine[entry.bet_uid] = decided.bet
+                        fresh.append(decided.bet)
+                        placed.append(entry.bet_uid)
+                        for leg in decided.legs:
+                            legs.append(leg)
+                            key = (leg.account, leg.currency)
+                            if leg.amount < 0 and key in balances:
+                                spent[key] += leg.amount
+                                if balances[key] + spent[key] < 0:
+                                    raise InsufficientFunds(
+                                        f"user {entry.user} has insufficient "
+                                        f"{entry.currency} funds",
+                                        bet_uid=entry.bet_uid,
+                                    )
+                    if alone and len(request.entries) > CHUNK:
+                        pending_bets.extend(fresh)
+                        fresh = []
+                        if legs:
+                            name = f"hold:{request.reference}:{number}"
+                            pending.append(Transaction.journal(name, TxnKind.HOLD, legs))
+                        legs = []
+                        flush()
+            except LedgerError as error:
+                if alone:
+                    raise
+                outcomes.append(error)
+                continue
+            # The request holds: make it visible to the requests after it, and queue its writes.
+            pending_bets.extend(fresh)
+            known.update(mine)
+            for key, amount in spent.items():
+                balances[key] += amount
+            if legs:
+                name = f"hold:{request.reference}"
+                pending.append(Transaction.journal(name, TxnKind.HOLD, legs))
             # A pure re-send answers with the secrets the platform already stored.
             answer = secrets if placed else dict(stored_secrets) or secrets
-            return PlacedBets(secrets=answer, placed=placed, unchanged=unchanged)
-
-        return self._transact(work)
+            outcomes.append(PlacedBets(secrets=answer, placed=placed, unchanged=unchanged))
+        flush()
+        return outcomes
 
     def refund(self, payload: RefundRequest | Payload) -> ClosedBets:
         """Refund Bet and Refund Tournament: reverse each named bet's hold exactly once."""

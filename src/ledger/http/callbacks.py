@@ -22,7 +22,7 @@ from litestar import Request, Response, post
 from litestar.exceptions import HTTPException, InternalServerException
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
-from pydantic import BaseModel
+from msgspec import Struct
 
 from ..contract import PlaceBetsRequest, RefundRequest, SettleRequest, validate
 from ..errors import InvalidRequest, LedgerError
@@ -61,7 +61,7 @@ class Callback:
     events: tuple[str, ...]  # the first is the default, used when the header is absent
     roles: tuple[str, ...]
     need_subject: bool
-    model: type[BaseModel]
+    model: type[Struct]
     run: Callable[[Ledger, Any], Outcome]
     summary: str
     description: str

@@ -127,6 +127,9 @@ class UnitOfWork(Protocol):
         below zero. A key used meanwhile by another writer raises :class:`Retry`.
         """
 
+    def account_balances(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The balances of the ``(name, currency)`` accounts that exist."""
+
     def balances(self, user: str) -> list[AccountBalance]:
         """The user's balances, one per currency, sorted by currency."""
 

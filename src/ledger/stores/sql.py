@@ -398,6 +398,17 @@ class SqlUnitOfWork:
 
     # --- reads ----------------------------------------------------------------------------------
 
+    def account_balances(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        found: dict[tuple[str, str], int] = {}
+        with self._store.translate_errors():
+            for chunk in _chunks(sorted(set(keys)), 400):
+                query = select(accounts.c.name, accounts.c.currency, accounts.c.balance).where(
+                    tuple_(accounts.c.name, accounts.c.currency).in_(list(chunk))
+                )
+                for name, currency, balance in self._conn.execute(query):
+                    found[(name, currency)] = balance
+        return found
+
     def balances(self, user: str) -> list[AccountBalance]:
         available, held = f"user:{user}", f"user:{user}:held"
         query = (

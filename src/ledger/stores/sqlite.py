@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Table, create_engine, event, func, select
+from sqlalchemy import Connection, Table, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
@@ -27,7 +27,6 @@ from ..errors import (
     UnbalancedTransaction,
 )
 from .base import Retry
-from .schema import transactions
 from .sql import BET_SELECT, SqlStore
 
 __all__ = ["SqliteStore"]
@@ -79,7 +78,8 @@ class SqliteStore(SqlStore):
 
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
         # Safe without a sequence: BEGIN IMMEDIATE makes this the only writer until commit.
-        last = connection.execute(select(func.coalesce(func.max(transactions.c.id), 0))).scalar()
+        # A bare max() (no coalesce around it) is answered from the end of the primary key.
+        last = connection.exec_driver_sql("SELECT max(id) FROM transactions").scalar()
         start = int(last or 0) + 1
         return list(range(start, start + count))
 
