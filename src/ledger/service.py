@@ -15,6 +15,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -275,6 +276,10 @@ class Ledger:
         fails the whole request with ``user.insufficient_funds``.
         """
         request = validate(PlaceBetsRequest, payload)
+        entries = self._entries(request)
+        return self._place(_Placement(entries, uuid.uuid4().hex)).result()
+
+    def _entries(self, request: PlaceBetsRequest) -> list[Entry]:
         entries = []
         for item in request.bets:
             currency = item.bet.currency.upper()
@@ -290,19 +295,35 @@ class Ledger:
                     request_uuid=item.bet.uuid,
                 )
             )
-        placement = _Placement(entries, uuid.uuid4().hex)
+        return entries
 
+    def submit_place_bets(self, payload: PlaceBetsRequest | Payload) -> Future[PlacedBets]:
+        """Place Bet without waiting: validates now, then returns a future of the result.
+
+        With group commit (SQLite) the request is queued to the writer and the future resolves
+        once its batch is durable, so an event loop can await it without a thread of its own.
+        Without group commit the work runs here, and the future is already done.
+        """
+        request = validate(PlaceBetsRequest, payload)
+        return self._place(_Placement(self._entries(request), uuid.uuid4().hex))
+
+    def _place(self, placement: _Placement) -> Future[PlacedBets]:
         def alone(uow: UnitOfWork) -> PlacedBets:
             outcome = self._place_requests(uow, [placement], alone=True)[0]
             assert isinstance(outcome, PlacedBets)
             return outcome
 
         if self.group_commit is None:
-            return self._transact(alone)
-        if len(entries) > CHUNK:
+            done: Future[PlacedBets] = Future()
+            try:
+                done.set_result(self._transact(alone))
+            except BaseException as error:  # noqa: BLE001 - delivered through the future
+                done.set_exception(error)
+            return done
+        if len(placement.entries) > CHUNK:
             # A huge request is written chunk by chunk as it goes: it must run alone.
-            return self.group_commit.run(alone)
-        return self.group_commit.run(alone, group=self._place_requests, item=placement)
+            return self.group_commit.submit(alone)
+        return self.group_commit.submit(alone, group=self._place_requests, item=placement)
 
     def _place_requests(
         self, uow: UnitOfWork, requests: list[_Placement], *, alone: bool = False
