@@ -113,6 +113,7 @@ def test_unexpected_bug_is_500_internal_without_details(
             raise ZeroDivisionError("secret detail")
 
         book.place_bets = explode
+        book.submit_place_bets = explode  # the group-commit path  # type: ignore[method-assign]
         response = client.post(
             "/bets", content=dumps(place(entry(1, amount="0", rake="0"))), headers=headers(PLACE)
         )

@@ -38,6 +38,8 @@ class CurrencyTable:
 
     overrides: Mapping[str, int] = field(default_factory=dict)
     default_scale: int | None = 2
+    # Looked up once per code: a settle asks for the same currency a million times.
+    _memo: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> CurrencyTable:
@@ -50,7 +52,14 @@ class CurrencyTable:
         )
 
     def scale(self, code: str) -> int:
-        code = code.upper()
+        known = self._memo.get(code)
+        if known is not None:
+            return known
+        found = self._lookup(code.upper())
+        self._memo[code] = found
+        return found
+
+    def _lookup(self, code: str) -> int:
         if code in self.overrides:
             return self.overrides[code]
         iso = _iso_scale(code)

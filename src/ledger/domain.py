@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from .errors import (
     BetAlreadyRefunded,
@@ -92,13 +93,18 @@ def account_kind(name: str) -> str:
     return "held" if name.endswith(":held") else "available"
 
 
-@dataclass(frozen=True, slots=True)
-class Posting:
-    """One leg of a transaction: a signed amount (minor units) on one account in one currency."""
+class Posting(NamedTuple):
+    """One leg of a transaction: a signed amount (minor units) on one account in one currency.
+
+    Legs on a user's accounts carry the ``bet_uid`` they are for, so that every bet's money can be
+    traced (and ``ledger check`` can prove each bet was held, released and paid at most once)
+    even though one transaction carries a whole request.
+    """
 
     account: str
     currency: str
     amount: int
+    bet_uid: int | None = None
 
 
 def residual(postings: Iterable[Posting]) -> dict[str, int]:
@@ -121,16 +127,17 @@ class TxnKind(StrEnum):
 class Transaction:
     """A balanced set of postings with a unique idempotency ``key``.
 
-    Each bet has at most two transactions, ``bet:<uid>:hold`` and ``bet:<uid>:close`` (a refund
-    or a settle). Because the store keeps these keys unique, a bet cannot be held twice, nor
-    closed twice, nor both refunded and settled, whatever the application code does.
+    One callback request is one transaction (TigerBeetle-style batching: a settle of a million
+    participants is one journal entry, not a million). The legs on user accounts stay one per
+    bet; the house legs of a request are summed per account and currency by :meth:`journal`.
+    A bet's own idempotency is the bet row (unique uid, a state that the database lets change
+    only from ``placed``), not the transaction key.
     """
 
     key: str
     kind: TxnKind
     postings: tuple[Posting, ...]
     user: str | None = None
-    bet_uid: int | None = None
     reference: str | None = None
 
     def __post_init__(self) -> None:
@@ -138,20 +145,39 @@ class Transaction:
         if unbalanced:
             raise UnbalancedTransaction(f"transaction {self.key} is off by {unbalanced}")
 
+    @classmethod
+    def journal(cls, key: str, kind: TxnKind, legs: Iterable[Posting]) -> Transaction:
+        """One transaction from the legs of many bets, house legs summed per account."""
+        house: dict[tuple[str, str], int] = defaultdict(int)
+        kept: list[Posting] = []
+        for leg in legs:
+            if leg.bet_uid is None and leg.account.startswith("house:"):
+                house[(leg.account, leg.currency)] += leg.amount
+            else:
+                kept.append(leg)
+        kept.extend(
+            Posting(account, currency, amount)
+            for (account, currency), amount in sorted(house.items())
+            if amount
+        )
+        return cls(key=key, kind=kind, postings=tuple(kept))
 
-def transfer(source: str, destination: str, currency: str, amount: int) -> tuple[Posting, ...]:
-    """Move ``amount`` from ``source`` to ``destination``; no postings for a zero amount."""
+
+def transfer(
+    source: str, destination: str, currency: str, amount: int, bet_uid: int | None = None
+) -> tuple[Posting, ...]:
+    """Move ``amount`` from ``source`` to ``destination``; no postings for a zero amount.
+
+    ``bet_uid`` tags the legs on user accounts (house legs stay untagged so they can be summed).
+    """
     if amount == 0:
         return ()
-    return (Posting(source, currency, -amount), Posting(destination, currency, amount))
-
-
-def hold_key(bet_uid: int) -> str:
-    return f"bet:{bet_uid}:hold"
-
-
-def close_key(bet_uid: int) -> str:
-    return f"bet:{bet_uid}:close"
+    return (
+        Posting(source, currency, -amount, None if source.startswith("house:") else bet_uid),
+        Posting(
+            destination, currency, amount, None if destination.startswith("house:") else bet_uid
+        ),
+    )
 
 
 # --- deposits and withdrawals ------------------------------------------------------------------
@@ -213,8 +239,7 @@ class Funding(StrEnum):
     FREE = "free"  # free-to-play: nothing held
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
     """One entry of a Place Bet request, amounts already in minor units."""
 
     bet_uid: int
@@ -232,8 +257,7 @@ class Entry:
         return self.amount + self.rake
 
 
-@dataclass(frozen=True, slots=True)
-class Bet:
+class Bet(NamedTuple):
     """The ledger's record of one fantasy team entry."""
 
     uid: int
@@ -248,19 +272,18 @@ class Bet:
     payout_currency: str | None = None
     ticket: str | None = None
     request_uuid: str | None = None
-    secrets: Mapping[str, Any] = field(default_factory=dict)
+    secrets: Mapping[str, Any] = MappingProxyType({})
 
     @property
     def total(self) -> int:
         return self.amount + self.rake
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """What a new entry writes: the bet record and its hold (``None`` when nothing is held)."""
+class Placement(NamedTuple):
+    """What a new entry writes: the bet record and the legs of its hold (none when free)."""
 
     bet: Bet
-    hold: Transaction | None
+    legs: tuple[Posting, ...]
 
 
 def _matches(bet: Bet, entry: Entry) -> bool:
@@ -279,7 +302,7 @@ def place(entry: Entry, existing: Bet | None, secrets: Mapping[str, Any]) -> Pla
     A bet already refunded or settled is never debited again: the re-send answers success.
     """
     if existing is not None:
-        if existing.state is BetState.PLACED and not _matches(existing, entry):
+        if existing.state == BetState.PLACED and not _matches(existing, entry):
             raise BetConflict(
                 f"bet {entry.bet_uid} was placed with a different user, pool, amount or currency",
                 bet_uid=entry.bet_uid,
@@ -303,23 +326,15 @@ def place(entry: Entry, existing: Bet | None, secrets: Mapping[str, Any]) -> Pla
         request_uuid=entry.request_uuid,
         secrets=secrets,
     )
-    postings = (
-        transfer(source, held_account(entry.user), entry.currency, entry.total)
-        if funding is not Funding.FREE
+    legs = (
+        transfer(source, held_account(entry.user), entry.currency, entry.total, entry.bet_uid)
+        if funding != Funding.FREE
         else ()
     )
-    hold = Transaction(
-        key=hold_key(entry.bet_uid),
-        kind=TxnKind.HOLD,
-        postings=postings,
-        user=entry.user,
-        bet_uid=entry.bet_uid,
-    )
-    return Placement(bet=bet, hold=hold)
+    return Placement(bet=bet, legs=legs)
 
 
-@dataclass(frozen=True, slots=True)
-class RefundItem:
+class RefundItem(NamedTuple):
     """One bet of a Refund Bet or Refund Tournament request."""
 
     bet_uid: int
@@ -327,12 +342,21 @@ class RefundItem:
     pool_uid: int
 
 
-@dataclass(frozen=True, slots=True)
-class Closing:
-    """What closing a bet writes: its new state and the closing transaction."""
+class Closing(NamedTuple):
+    """What closing a bet writes: its new state and the legs of the closing transaction."""
 
     bet: Bet
-    transaction: Transaction
+    legs: tuple[Posting, ...]
+
+
+def _closed(bet: Bet, state: BetState, payout: int | None, payout_currency: str | None) -> Bet:
+    # Spelled out rather than ``bet._replace(...)``, which costs several times more; a settle
+    # pays this once per participant.
+    uid, user, pool_uid, currency, amount, rake, funding, _, _, _, ticket, uuid, secrets = bet
+    return Bet(
+        uid, user, pool_uid, currency, amount, rake, funding, state, payout, payout_currency,
+        ticket, uuid, secrets,
+    )  # fmt: skip
 
 
 def _check_owner(bet: Bet, user: str, pool_uid: int) -> None:
@@ -350,9 +374,9 @@ def refund(item: RefundItem, existing: Bet | None) -> Closing | None:
     """
     if existing is None:
         raise BetNotFound(f"bet {item.bet_uid} is unknown", bet_uid=item.bet_uid)
-    if existing.state is BetState.REFUNDED:
+    if existing.state == BetState.REFUNDED:
         return None
-    if existing.state is BetState.SETTLED:
+    if existing.state == BetState.SETTLED:
         raise BetAlreadySettled(f"bet {item.bet_uid} is already settled", bet_uid=item.bet_uid)
     _check_owner(existing, item.user, item.pool_uid)
     destination = {
@@ -360,23 +384,21 @@ def refund(item: RefundItem, existing: Bet | None) -> Closing | None:
         Funding.TICKET: HOUSE_TICKETS,
         Funding.FREE: "",
     }[existing.funding]
-    postings = (
-        transfer(held_account(existing.user), destination, existing.currency, existing.total)
-        if existing.funding is not Funding.FREE
+    legs = (
+        transfer(
+            held_account(existing.user),
+            destination,
+            existing.currency,
+            existing.total,
+            existing.uid,
+        )
+        if existing.funding != Funding.FREE
         else ()
     )
-    transaction = Transaction(
-        key=close_key(existing.uid),
-        kind=TxnKind.REFUND,
-        postings=postings,
-        user=existing.user,
-        bet_uid=existing.uid,
-    )
-    return Closing(bet=replace(existing, state=BetState.REFUNDED), transaction=transaction)
+    return Closing(bet=_closed(existing, BetState.REFUNDED, None, None), legs=legs)
 
 
-@dataclass(frozen=True, slots=True)
-class SettleItem:
+class SettleItem(NamedTuple):
     """One participant of a Settle request: payout in minor units of ``payout_currency``."""
 
     bet_uid: int
@@ -400,34 +422,25 @@ def settle(item: SettleItem, existing: Bet | None) -> Closing | None:
     """
     if existing is None:
         raise BetNotFound(f"bet {item.bet_uid} is unknown", bet_uid=item.bet_uid)
-    if existing.state is BetState.REFUNDED:
+    if existing.state == BetState.REFUNDED:
         raise BetAlreadyRefunded(f"bet {item.bet_uid} is already refunded", bet_uid=item.bet_uid)
-    if existing.state is BetState.SETTLED:
+    if existing.state == BetState.SETTLED:
         if _same_payout(existing, item):
             return None
         raise BetConflict(
             f"bet {item.bet_uid} was settled with a different payout", bet_uid=item.bet_uid
         )
     _check_owner(existing, item.user, item.pool_uid)
-    held = held_account(existing.user)
-    postings: tuple[Posting, ...] = ()
-    if existing.funding is not Funding.FREE:
-        postings += transfer(held, HOUSE_ENTRIES, existing.currency, existing.amount)
-        postings += transfer(held, HOUSE_RAKE, existing.currency, existing.rake)
-    postings += transfer(
-        HOUSE_PRIZES, user_account(existing.user), item.payout_currency, item.payout
+    legs: tuple[Posting, ...] = ()
+    if existing.funding != Funding.FREE and existing.total:
+        # One leg releases the whole hold; the house legs are summed per request anyway.
+        legs = (
+            Posting(held_account(existing.user), existing.currency, -existing.total, existing.uid),
+            Posting(HOUSE_ENTRIES, existing.currency, existing.amount),
+            Posting(HOUSE_RAKE, existing.currency, existing.rake),
+        )
+    legs += transfer(
+        HOUSE_PRIZES, user_account(existing.user), item.payout_currency, item.payout, existing.uid
     )
-    transaction = Transaction(
-        key=close_key(existing.uid),
-        kind=TxnKind.SETTLE,
-        postings=postings,
-        user=existing.user,
-        bet_uid=existing.uid,
-    )
-    closed = replace(
-        existing,
-        state=BetState.SETTLED,
-        payout=item.payout,
-        payout_currency=item.payout_currency,
-    )
-    return Closing(bet=closed, transaction=transaction)
+    closed = _closed(existing, BetState.SETTLED, item.payout, item.payout_currency)
+    return Closing(bet=closed, legs=legs)

@@ -60,36 +60,30 @@ def to_minor(amount: Decimal, scale: int, *, field: str = "amount") -> int:
     """
     if not amount.is_finite():
         raise InvalidAmount(f"{field}: {amount} is not finite")
-    sign, digits, exponent = amount.as_tuple()
-    assert isinstance(exponent, int)  # finite, so never 'n', 'N' or 'F'
-    if sign and any(digits):
+    if not amount:
+        return 0  # zero, including -0 and 0E+7
+    if amount.is_signed():
         raise InvalidAmount(f"{field}: {amount} is negative")
-    coefficient = int("".join(map(str, digits)) or "0")  # exact: no context precision
-    if coefficient == 0:
-        return 0
     # Reject absurd exponents before building huge integers (1E+999999 would take a while).
     if amount.adjusted() > 18:
         raise InvalidAmount(f"{field}: {amount} is too large")
     # A non-zero amount whose leading digit is finer than the minor unit cannot be whole minor
-    # units. Refusing it here also keeps ``10**-shift`` below small: ``1E-999999999`` (twelve
-    # characters of JSON) would otherwise build a billion-digit divisor and hang the worker.
+    # units. Refusing it here also keeps the arithmetic below small: ``1E-999999999`` (twelve
+    # characters of JSON) would otherwise build a billion-digit denominator and hang the worker.
     if amount.adjusted() < -scale:
         raise InvalidAmount(
             f"{field}: {amount} has more than {scale} decimal places for its currency"
         )
-    shift = exponent + scale
-    if shift >= 0:
-        minor = coefficient * int(10**shift)
-    else:
-        divisor = 10**-shift
-        if coefficient % divisor:
-            raise InvalidAmount(
-                f"{field}: {amount} has more than {scale} decimal places for its currency"
-            )
-        minor = coefficient // divisor
+    # An exact integer ratio: no decimal context, so no precision limit can round anything.
+    numerator, denominator = amount.as_integer_ratio()
+    minor, remainder = divmod(numerator * 10**scale, denominator)
+    if remainder:
+        raise InvalidAmount(
+            f"{field}: {amount} has more than {scale} decimal places for its currency"
+        )
     if minor > MAX_MINOR:
         raise InvalidAmount(f"{field}: {amount} is too large")
-    return minor
+    return int(minor)
 
 
 def from_minor(minor: int, scale: int) -> Decimal:

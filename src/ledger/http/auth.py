@@ -79,6 +79,29 @@ def authenticate(header: str | None, settings: Settings) -> Caller:
 
 
 def _decode(token: str, settings: Settings) -> dict[str, Any]:
+    # The platform re-uses a token for many deliveries, and verifying one (header, HMAC, claim
+    # checks) is the largest share of a Place Bet's own CPU time. A token verified once stays
+    # valid until it expires, so only the expiry is checked again for a remembered one.
+    key = (token, settings.jwt_secrets, settings.jwt_algorithms, settings.jwt_leeway)
+    claims = _VERIFIED.get(key)
+    if claims is not None:
+        if time.time() > claims["exp"] + settings.jwt_leeway:
+            _VERIFIED.pop(key, None)
+            raise Unauthorized("the token has expired", key="auth.token_expired")
+        return claims
+    claims = _verify(token, settings)
+    if len(_VERIFIED) >= VERIFIED_TOKENS:
+        _VERIFIED.pop(next(iter(_VERIFIED)), None)  # forget the oldest
+    _VERIFIED[key] = claims
+    return claims
+
+
+# Tokens verified recently, oldest first, with their claims (each has a numeric "exp").
+VERIFIED_TOKENS = 1024
+_VERIFIED: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def _verify(token: str, settings: Settings) -> dict[str, Any]:
     last: jwt.PyJWTError | None = None
     for secret in settings.jwt_secrets:
         try:

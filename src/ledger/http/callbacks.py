@@ -11,6 +11,7 @@ nothing else goes there, so that it is a clean JSON-lines stream) and updates th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -22,7 +23,7 @@ from litestar import Request, Response, post
 from litestar.exceptions import HTTPException, InternalServerException
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
-from pydantic import BaseModel
+from msgspec import Struct
 
 from ..contract import PlaceBetsRequest, RefundRequest, SettleRequest, validate
 from ..errors import InvalidRequest, LedgerError
@@ -40,6 +41,9 @@ REFUND_BET = "destroy:fantasy_team"
 REFUND_TOURNAMENT = "cancel:tournament"
 SETTLE_BET = "winners:tournament"
 EVENTS = (PLACE_BET, REFUND_BET, REFUND_TOURNAMENT, SETTLE_BET)
+
+# Place Bet bodies up to this size are parsed on the event loop when group commit is on.
+INLINE_BODY = 64 * 1024
 
 # A log line names at most this many bet uids (a settle may carry a million).
 LOGGED_UIDS = 20
@@ -61,14 +65,17 @@ class Callback:
     events: tuple[str, ...]  # the first is the default, used when the header is absent
     roles: tuple[str, ...]
     need_subject: bool
-    model: type[BaseModel]
+    model: type[Struct]
     run: Callable[[Ledger, Any], Outcome]
     summary: str
     description: str
 
 
 def _place(ledger: Ledger, request: Any) -> Outcome:
-    placed: PlacedBets = ledger.place_bets(request)
+    return _placed(ledger.place_bets(request))
+
+
+def _placed(placed: PlacedBets) -> Outcome:
     return Outcome({"secrets": placed.secrets}, [*placed.placed, *placed.unchanged])
 
 
@@ -221,7 +228,20 @@ async def _deliver(
             parsed = validate(callback.model, body)
             return callback.run(runtime.ledger(), parsed)
 
-        result = await runtime.offload(run)
+        ledger = runtime.opened()
+        if (
+            callback.run is _place
+            and ledger is not None
+            and ledger.group_commit is not None
+            and len(body) <= INLINE_BODY
+        ):
+            # Group commit: parse here (a small body decodes in microseconds) and await the
+            # writer's future on the event loop, without a worker thread per request.
+            bets = validate(PlaceBetsRequest, body)
+            placed = await asyncio.wrap_future(ledger.submit_place_bets(bets))
+            result = _placed(placed)
+        else:
+            result = await runtime.offload(run)
         status, outcome, bet_uids = 200, "ok", result.bet_uids
         return Response(result.body, status_code=200)
     except LedgerError as exc:

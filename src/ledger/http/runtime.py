@@ -107,6 +107,10 @@ class Runtime:
         if ledger is not None and self._owns_ledger:
             await anyio.to_thread.run_sync(ledger.close)
 
+    def opened(self) -> Ledger | None:
+        """The ledger if it is open already (never blocks), else ``None``."""
+        return self._ledger
+
     def ledger(self) -> Ledger:
         """The ledger, opened on first use. Blocking: call it from a worker thread."""
         with self._lock:

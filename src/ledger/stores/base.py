@@ -13,6 +13,7 @@ automatic). Stores translate their driver's exceptions into :mod:`ledger.errors`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
@@ -104,6 +105,9 @@ class UnitOfWork(Protocol):
     def commit(self) -> None:
         """Make everything written durable, or raise; after a raise nothing was written."""
 
+    def savepoint(self) -> AbstractContextManager[None]:
+        """A nested scope: an exception inside it undoes only what was written inside it."""
+
     def get_bets(self, uids: Sequence[int]) -> dict[int, Bet]:
         """The recorded bets among ``uids``."""
 
@@ -122,6 +126,9 @@ class UnitOfWork(Protocol):
         Raises :class:`~ledger.errors.InsufficientFunds` when a user's available balance would go
         below zero. A key used meanwhile by another writer raises :class:`Retry`.
         """
+
+    def account_balances(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The balances of the ``(name, currency)`` accounts that exist."""
 
     def balances(self, user: str) -> list[AccountBalance]:
         """The user's balances, one per currency, sorted by currency."""
@@ -145,6 +152,9 @@ class Store(Protocol):
     """A database holding one ledger."""
 
     url: str
+    # True when the database admits one writer at a time (SQLite): concurrent writes are then
+    # best grouped into shared commits (see ledger.batching) rather than queued for the lock.
+    single_writer: bool
 
     def unit_of_work(self, *, write: bool = True) -> UnitOfWork:
         """A new unit of work; ``write=False`` for reads that must not take the write lock."""

@@ -9,7 +9,19 @@ every wait so that an outage answers 503 long before the platform's 2-minute tim
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, create_engine, text
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Connection,
+    DateTime,
+    Integer,
+    Table,
+    create_engine,
+    text,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
@@ -23,12 +35,22 @@ from ..errors import (
 )
 from ..migrations import current_revision, head_revision
 from .base import Retry
-from .sql import SqlStore
+from .sql import BET_SELECT, SqlStore
 
 __all__ = ["PostgresStore", "normalize_url"]
 
+BULK_ROWS = 20_000
+
 RETRY_STATES = {"23505", "40001", "40P01"}  # unique violation, serialization, deadlock
 BUSY_STATES = {"55P03", "57014"}  # lock_timeout, statement_timeout (query canceled)
+
+
+def _array_type(column_type: Any) -> str:
+    if isinstance(column_type, BigInteger | Integer):
+        return "bigint"
+    if isinstance(column_type, DateTime):
+        return "timestamptz"
+    return "text"  # strings, and JSON sent as text and cast per row
 
 
 def normalize_url(url: str) -> str:
@@ -41,6 +63,9 @@ def normalize_url(url: str) -> str:
 
 class PostgresStore(SqlStore):
     """A ledger in a Postgres database."""
+
+    # Postgres groups concurrent commits itself and lets writers of different rows run at once.
+    single_writer = False
 
     def __init__(
         self,
@@ -89,6 +114,79 @@ class PostgresStore(SqlStore):
             text("SELECT nextval('transaction_ids') FROM generate_series(1, :n)"), {"n": count}
         )
         return [row[0] for row in rows]
+
+    def insert_rows(
+        self,
+        connection: Connection,
+        table: Table,
+        columns: Sequence[str],
+        rows: Sequence[tuple[Any, ...]],
+        *,
+        ignore_conflicts: bool = False,
+    ) -> None:
+        if not rows:
+            return
+        # One INSERT ... SELECT FROM unnest(arrays) per chunk: a single statement (and round trip)
+        # for tens of thousands of rows, and statement-level triggers fire once per chunk.
+        arrays = ", ".join(f"%s::{_array_type(table.c[name].type)}[]" for name in columns)
+        values = ", ".join(
+            f"v.{name}::json" if isinstance(table.c[name].type, JSON) else f"v.{name}"
+            for name in columns
+        )
+        names = ", ".join(columns)
+        conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+        sql = (
+            f"INSERT INTO {table.name} ({names}) SELECT {values} "  # noqa: S608
+            f"FROM unnest({arrays}) AS v({names}){conflict}"
+        )
+        for start in range(0, len(rows), BULK_ROWS):
+            chunk = rows[start : start + BULK_ROWS]
+            connection.exec_driver_sql(
+                sql, tuple(list(column) for column in zip(*chunk, strict=True))
+            )
+
+    def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
+        changed = 0
+        for start in range(0, len(rows), BULK_ROWS):
+            chunk = rows[start : start + BULK_ROWS]
+            result = connection.exec_driver_sql(
+                "UPDATE accounts a SET balance = a.balance + v.delta "
+                "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(delta, name, currency) "
+                "WHERE a.name = v.name AND a.currency = v.currency AND a.balance + v.delta >= 0",
+                tuple(list(column) for column in zip(*chunk, strict=True)),
+            )
+            changed += int(result.rowcount)
+        return changed
+
+    def add_to_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+        for start in range(0, len(rows), BULK_ROWS):
+            chunk = rows[start : start + BULK_ROWS]
+            connection.exec_driver_sql(
+                "UPDATE accounts a SET balance = a.balance + v.delta "
+                "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(delta, name, currency) "
+                "WHERE a.name = v.name AND a.currency = v.currency",
+                tuple(list(column) for column in zip(*chunk, strict=True)),
+            )
+
+    def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
+        changed = 0
+        for start in range(0, len(rows), BULK_ROWS):
+            chunk = rows[start : start + BULK_ROWS]
+            result = connection.exec_driver_sql(
+                "UPDATE bets b SET state = v.state, payout = v.payout, "
+                "payout_currency = v.payout_currency, closed_at = v.closed_at "
+                "FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::timestamptz[], "
+                "%s::bigint[]) AS v(state, payout, payout_currency, closed_at, uid) "
+                "WHERE b.uid = v.uid AND b.state = 'placed'",
+                tuple(list(column) for column in zip(*chunk, strict=True)),
+            )
+            changed += int(result.rowcount)
+        return changed
+
+    def select_bets(self, connection: Connection, uids: Sequence[int]) -> Iterator[Any]:
+        sql = f"SELECT {BET_SELECT} FROM bets WHERE uid = ANY(%s::bigint[])"  # noqa: S608
+        for start in range(0, len(uids), BULK_ROWS):
+            yield from connection.exec_driver_sql(sql, (list(uids[start : start + BULK_ROWS]),))
 
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         original = getattr(error, "orig", None)

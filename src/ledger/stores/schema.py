@@ -56,11 +56,9 @@ transactions = Table(
     # the application, guarantees that nothing is held, refunded, settled or deposited twice.
     Column("idempotency_key", String(400), nullable=False, unique=True),
     Column("kind", String(16), nullable=False),
-    Column("bet_uid", BigInteger, nullable=True),
     Column("user_uid", String(255), nullable=True),
     Column("reference", String(300), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
-    Index("transactions_bet_uid", "bet_uid"),
 )
 
 postings = Table(
@@ -78,6 +76,8 @@ postings = Table(
     Column("account", String(300), nullable=False),
     Column("currency", String(16), nullable=False),
     Column("amount", BigInteger, nullable=False),
+    # The bet a leg on a user account is for (house legs of a request are summed, untagged).
+    Column("bet_uid", BigInteger, nullable=True),
     ForeignKeyConstraint(["account", "currency"], ["accounts.name", "accounts.currency"]),
     Index("postings_txn", "txn_id"),
     Index("postings_account", "account", "currency", "id"),

@@ -16,6 +16,8 @@ depends_on = None
 
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
 
+BET_FIELDS = ("user_uid", "pool_uid", "currency", "amount", "rake", "funding")
+
 # SQLite has no deferred triggers. Instead, postings are written first and the transaction row
 # seals them: its insert trigger refuses postings that do not sum to zero per currency, postings
 # cannot be added to a sealed transaction, and the deferred foreign key refuses, at commit, any
@@ -34,8 +36,18 @@ SQLITE_GUARDS = [
         for table in ("postings", "transactions")
         for verb in ("update", "delete")
     ),
+    # A bet leaves 'placed' once, for 'refunded' or 'settled', and nothing else of it changes:
+    # the database itself keeps a bet from being refunded or settled twice, or both.
+    f"""CREATE TRIGGER bets_close_once BEFORE UPDATE ON bets
+        WHEN OLD.state <> 'placed' OR NEW.state = 'placed' OR NEW.uid <> OLD.uid
+             {" ".join(f"OR NEW.{name} <> OLD.{name}" for name in BET_FIELDS)}
+        BEGIN SELECT RAISE(ABORT, 'ledger: a bet is closed once, never changed otherwise'); END""",
+    """CREATE TRIGGER bets_no_delete BEFORE DELETE ON bets
+       BEGIN SELECT RAISE(ABORT, 'ledger: bets are never deleted'); END""",
 ]
 
+# Postgres checks set-based, once per statement or transaction rather than once per row: bulk
+# writes (a settle of a million participants) insert tens of thousands of rows per statement.
 POSTGRES_GUARDS = [
     """CREATE FUNCTION ledger_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN
@@ -46,23 +58,51 @@ POSTGRES_GUARDS = [
             FOR EACH ROW EXECUTE FUNCTION ledger_append_only()"""
         for table in ("postings", "transactions")
     ),
+    """CREATE TRIGGER bets_no_delete BEFORE DELETE ON bets
+       FOR EACH ROW EXECUTE FUNCTION ledger_append_only()""",
     *(
         f"""CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table}
             FOR EACH STATEMENT EXECUTE FUNCTION ledger_append_only()"""
-        for table in ("postings", "transactions")
+        for table in ("postings", "transactions", "bets")
     ),
-    """CREATE FUNCTION ledger_check_balanced() RETURNS trigger LANGUAGE plpgsql AS $$
+    """CREATE FUNCTION ledger_postings_sealed() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN
-         IF EXISTS (SELECT 1 FROM postings WHERE txn_id = NEW.txn_id
-                    GROUP BY currency HAVING SUM(amount) <> 0) THEN
-           RAISE EXCEPTION 'ledger: unbalanced transaction %', NEW.txn_id
-             USING ERRCODE = 'check_violation', CONSTRAINT = 'postings_balanced';
+         IF EXISTS (SELECT 1 FROM new_rows n JOIN transactions t ON t.id = n.txn_id) THEN
+           RAISE EXCEPTION 'ledger: transaction is sealed' USING ERRCODE = 'restrict_violation';
          END IF;
          RETURN NULL;
        END $$""",
-    # Checked at commit, when every posting of the transaction is in.
-    """CREATE CONSTRAINT TRIGGER postings_balanced AFTER INSERT ON postings
+    """CREATE TRIGGER postings_sealed AFTER INSERT ON postings
+       REFERENCING NEW TABLE AS new_rows
+       FOR EACH STATEMENT EXECUTE FUNCTION ledger_postings_sealed()""",
+    """CREATE FUNCTION ledger_check_balanced() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF EXISTS (SELECT 1 FROM postings WHERE txn_id = NEW.id
+                    GROUP BY currency HAVING SUM(amount) <> 0) THEN
+           RAISE EXCEPTION 'ledger: unbalanced transaction %', NEW.id
+             USING ERRCODE = 'check_violation', CONSTRAINT = 'transactions_balanced';
+         END IF;
+         RETURN NULL;
+       END $$""",
+    # Checked at commit, once per transaction, when every posting of it is in.
+    """CREATE CONSTRAINT TRIGGER transactions_balanced AFTER INSERT ON transactions
        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION ledger_check_balanced()""",
+    f"""CREATE FUNCTION ledger_bets_close_once() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         IF (SELECT count(*) FROM old_rows) <> (SELECT count(*) FROM new_rows)
+            OR EXISTS (
+              SELECT 1 FROM old_rows o LEFT JOIN new_rows n ON n.uid = o.uid
+              WHERE n.uid IS NULL OR o.state <> 'placed' OR n.state = 'placed'
+                 OR ({", ".join(f"n.{name}" for name in BET_FIELDS)})
+                    IS DISTINCT FROM ({", ".join(f"o.{name}" for name in BET_FIELDS)})) THEN
+           RAISE EXCEPTION 'ledger: a bet is closed once and never changed otherwise'
+             USING ERRCODE = 'restrict_violation';
+         END IF;
+         RETURN NULL;
+       END $$""",  # noqa: S608 - column names from BET_FIELDS above, no input
+    """CREATE TRIGGER bets_close_once AFTER UPDATE ON bets
+       REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+       FOR EACH STATEMENT EXECUTE FUNCTION ledger_bets_close_once()""",
 ]
 
 
@@ -83,12 +123,10 @@ def upgrade() -> None:
         sa.Column("id", BigId, primary_key=True, autoincrement=False),
         sa.Column("idempotency_key", sa.String(400), nullable=False, unique=True),
         sa.Column("kind", sa.String(16), nullable=False),
-        sa.Column("bet_uid", sa.BigInteger, nullable=True),
         sa.Column("user_uid", sa.String(255), nullable=True),
         sa.Column("reference", sa.String(300), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     )
-    op.create_index("transactions_bet_uid", "transactions", ["bet_uid"])
     op.create_table(
         "postings",
         sa.Column("id", BigId, primary_key=True, autoincrement=True),
@@ -101,6 +139,7 @@ def upgrade() -> None:
         sa.Column("account", sa.String(300), nullable=False),
         sa.Column("currency", sa.String(16), nullable=False),
         sa.Column("amount", sa.BigInteger, nullable=False),
+        sa.Column("bet_uid", sa.BigInteger, nullable=True),
         sa.ForeignKeyConstraint(["account", "currency"], ["accounts.name", "accounts.currency"]),
     )
     op.create_index("postings_txn", "postings", ["txn_id"])

