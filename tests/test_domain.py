@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from ledger import domain
@@ -38,9 +36,10 @@ def placed(entry: Entry = ENTRY) -> Bet:
     return placement.bet
 
 
-def legs(transaction: Transaction | None) -> set[tuple[str, int]]:
-    assert transaction is not None
-    return {(p.account, p.amount) for p in transaction.postings}
+def legs(postings: tuple[Posting, ...] | Transaction) -> set[tuple[str, int]]:
+    if isinstance(postings, Transaction):
+        postings = postings.postings
+    return {(p.account, p.amount) for p in postings}
 
 
 # --- Place Bet -----------------------------------------------------------------------------------
@@ -51,29 +50,28 @@ def test_paid_entry_holds_amount_plus_rake_from_the_user() -> None:
     assert placement is not None
     assert placement.bet.funding is Funding.CASH
     assert placement.bet.secrets == {"k": "v"}
-    assert placement.hold is not None
-    assert placement.hold.key == "bet:1:hold"
-    assert legs(placement.hold) == {("user:u1", -1100), ("user:u1:held", 1100)}
+    assert legs(placement.legs) == {("user:u1", -1100), ("user:u1:held", 1100)}
+    # Legs on user accounts name their bet, so every bet's money can be traced.
+    assert {leg.bet_uid for leg in placement.legs} == {1}
 
 
 def test_ticket_entry_is_held_from_house_tickets() -> None:
-    placement = domain.place(replace(ENTRY, ticket="jwt"), None, {})
+    placement = domain.place(ENTRY._replace(ticket="jwt"), None, {})
     assert placement is not None
     assert placement.bet.funding is Funding.TICKET
-    assert legs(placement.hold) == {("house:tickets", -1100), ("user:u1:held", 1100)}
+    assert legs(placement.legs) == {("house:tickets", -1100), ("user:u1:held", 1100)}
 
 
 def test_free_entry_is_recorded_without_postings() -> None:
-    placement = domain.place(replace(ENTRY, amount=0, rake=0), None, {})
+    placement = domain.place(ENTRY._replace(amount=0, rake=0), None, {})
     assert placement is not None
     assert placement.bet.funding is Funding.FREE
-    assert placement.hold is not None
-    assert placement.hold.postings == ()
+    assert placement.legs == ()
 
 
 @pytest.mark.parametrize("state", list(BetState))
 def test_identical_place_bet_resend_does_nothing_in_any_state(state: BetState) -> None:
-    assert domain.place(ENTRY, replace(placed(), state=state), {}) is None
+    assert domain.place(ENTRY, placed()._replace(state=state), {}) is None
 
 
 @pytest.mark.parametrize(
@@ -82,13 +80,13 @@ def test_identical_place_bet_resend_does_nothing_in_any_state(state: BetState) -
 )
 def test_different_place_bet_for_a_placed_bet_is_a_conflict(change: dict[str, object]) -> None:
     with pytest.raises(BetConflict):
-        domain.place(replace(ENTRY, **change), placed(), {})  # type: ignore[arg-type]
+        domain.place(ENTRY._replace(**change), placed(), {})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("state", [BetState.REFUNDED, BetState.SETTLED])
 def test_place_bet_for_a_closed_bet_is_never_debited_again(state: BetState) -> None:
-    closed = replace(placed(), state=state)
-    assert domain.place(replace(ENTRY, amount=5), closed, {}) is None
+    closed = placed()._replace(state=state)
+    assert domain.place(ENTRY._replace(amount=5), closed, {}) is None
 
 
 # --- Refund --------------------------------------------------------------------------------------
@@ -106,27 +104,25 @@ def test_refund_reverses_the_hold_to_where_it_came_from() -> None:
     closing = domain.refund(REFUND, placed())
     assert closing is not None
     assert closing.bet.state is BetState.REFUNDED
-    assert closing.transaction.key == "bet:1:close"
-    assert closing.transaction.kind is TxnKind.REFUND
-    assert legs(closing.transaction) == {("user:u1:held", -1100), ("user:u1", 1100)}
-    ticket = domain.refund(REFUND, placed(replace(ENTRY, ticket="jwt")))
+    assert legs(closing.legs) == {("user:u1:held", -1100), ("user:u1", 1100)}
+    ticket = domain.refund(REFUND, placed(ENTRY._replace(ticket="jwt")))
     assert ticket is not None
-    assert legs(ticket.transaction) == {("user:u1:held", -1100), ("house:tickets", 1100)}
-    free = domain.refund(REFUND, placed(replace(ENTRY, amount=0, rake=0)))
+    assert legs(ticket.legs) == {("user:u1:held", -1100), ("house:tickets", 1100)}
+    free = domain.refund(REFUND, placed(ENTRY._replace(amount=0, rake=0)))
     assert free is not None
-    assert free.transaction.postings == ()
+    assert free.legs == ()
 
 
 def test_refund_of_refunded_bet_does_nothing() -> None:
-    assert domain.refund(REFUND, replace(placed(), state=BetState.REFUNDED)) is None
+    assert domain.refund(REFUND, placed()._replace(state=BetState.REFUNDED)) is None
 
 
 def test_refund_of_settled_bet_is_already_settled() -> None:
     with pytest.raises(BetAlreadySettled):
-        domain.refund(REFUND, replace(placed(), state=BetState.SETTLED, payout=0))
+        domain.refund(REFUND, placed()._replace(state=BetState.SETTLED, payout=0))
 
 
-@pytest.mark.parametrize("item", [replace(REFUND, user="u2"), replace(REFUND, pool_uid=8)])
+@pytest.mark.parametrize("item", [REFUND._replace(user="u2"), REFUND._replace(pool_uid=8)])
 def test_refund_naming_another_owner_is_a_conflict(item: RefundItem) -> None:
     with pytest.raises(BetConflict):
         domain.refund(item, placed())
@@ -143,10 +139,10 @@ def test_settle_captures_the_hold_and_pays_the_payout() -> None:
     assert closing is not None
     assert closing.bet.state is BetState.SETTLED
     assert closing.bet.payout == 2500
-    assert legs(closing.transaction) == {
-        ("user:u1:held", -1000),
+    # One leg releases the whole hold; the buy-in and the rake go to their house accounts.
+    assert legs(closing.legs) == {
+        ("user:u1:held", -1100),
         ("house:entries", 1000),
-        ("user:u1:held", -100),
         ("house:rake", 100),
         ("house:prizes", -2500),
         ("user:u1", 2500),
@@ -154,9 +150,9 @@ def test_settle_captures_the_hold_and_pays_the_payout() -> None:
 
 
 def test_zero_payout_captures_and_credits_nothing() -> None:
-    closing = domain.settle(replace(SETTLE, payout=0), placed())
+    closing = domain.settle(SETTLE._replace(payout=0), placed())
     assert closing is not None
-    assert all(p.account != "user:u1" for p in closing.transaction.postings)
+    assert all(p.account != "user:u1" for p in closing.legs)
 
 
 def test_settle_of_unknown_bet_is_not_found() -> None:
@@ -166,7 +162,7 @@ def test_settle_of_unknown_bet_is_not_found() -> None:
 
 def test_settle_of_refunded_bet_is_already_refunded() -> None:
     with pytest.raises(BetAlreadyRefunded):
-        domain.settle(SETTLE, replace(placed(), state=BetState.REFUNDED))
+        domain.settle(SETTLE, placed()._replace(state=BetState.REFUNDED))
 
 
 def test_settle_resent_with_same_payout_does_nothing_and_other_payout_conflicts() -> None:
@@ -174,16 +170,16 @@ def test_settle_resent_with_same_payout_does_nothing_and_other_payout_conflicts(
     assert done is not None
     assert domain.settle(SETTLE, done.bet) is None
     with pytest.raises(BetConflict):
-        domain.settle(replace(SETTLE, payout=2501), done.bet)
-    zero = domain.settle(replace(SETTLE, payout=0), placed())
+        domain.settle(SETTLE._replace(payout=2501), done.bet)
+    zero = domain.settle(SETTLE._replace(payout=0), placed())
     assert zero is not None
     # Zero is zero whatever currency the re-send names.
-    assert domain.settle(replace(SETTLE, payout=0, payout_currency="USD"), zero.bet) is None
+    assert domain.settle(SETTLE._replace(payout=0, payout_currency="USD"), zero.bet) is None
 
 
 def test_settle_naming_another_owner_is_a_conflict() -> None:
     with pytest.raises(BetConflict):
-        domain.settle(replace(SETTLE, user="u2"), placed())
+        domain.settle(SETTLE._replace(user="u2"), placed())
 
 
 # --- deposits, withdrawals, balancing -------------------------------------------------------
@@ -228,6 +224,23 @@ def test_unbalanced_transaction_cannot_be_built() -> None:
         "EUR": 5,
         "JPY": -5,
     }
+
+
+def test_a_request_journal_sums_house_legs_and_keeps_one_user_leg_per_bet() -> None:
+    first = domain.place(ENTRY._replace(ticket="jwt"), None, {})
+    second = domain.place(ENTRY._replace(bet_uid=2, ticket="jwt"), None, {})
+    assert first is not None
+    assert second is not None
+    journal = Transaction.journal("hold:r", TxnKind.HOLD, [*first.legs, *second.legs])
+    assert sorted(journal.postings) == sorted(
+        [
+            Posting("user:u1:held", "EUR", 1100, 1),
+            Posting("user:u1:held", "EUR", 1100, 2),
+            Posting("house:tickets", "EUR", -2200),
+        ]
+    )
+    with pytest.raises(UnbalancedTransaction):
+        Transaction.journal("x", TxnKind.HOLD, first.legs[:1])
 
 
 def test_account_names_and_kinds() -> None:

@@ -25,7 +25,7 @@ from typing import Annotated, Any, TypeVar
 import msgspec
 from msgspec import Meta, Struct
 
-from .errors import InvalidRequest
+from .errors import InvalidAmount, InvalidRequest
 
 __all__ = [
     "INT64_MAX",
@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 INT64_MAX = 2**63 - 1
+
+AMOUNT_FIELDS = frozenset({"amount", "rake", "payout"})
 
 Id = Annotated[int, Meta(ge=-INT64_MAX, le=INT64_MAX)]
 """A JSON integer (never a boolean, float or string) that fits the database's 64-bit column."""
@@ -160,7 +162,7 @@ def parse_json(body: bytes | str) -> Any:
     """
     try:
         return _EXACT.decode(body)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"malformed JSON: {exc}", key="request.malformed_json") from None
 
 
@@ -182,7 +184,11 @@ def validate(model: type[M], payload: M | Mapping[str, Any] | bytes | str) -> M:
             # digits (for exactness beyond that, pass the raw bytes).
             return msgspec.convert(payload, model, strict=True)
     except msgspec.ValidationError as exc:
+        # "Expected `decimal`, got `bool` - at `$.bets[0].bet.amount`": name a bad amount as one.
+        if str(exc).rsplit(".", 1)[-1].rstrip("`") in AMOUNT_FIELDS:
+            raise InvalidAmount(str(exc)) from None
         raise InvalidRequest(str(exc)) from None
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        # msgspec reports bad UTF-8 inside a string it keeps as a UnicodeDecodeError.
         raise InvalidRequest(f"malformed JSON: {exc}", key="request.malformed_json") from None
     raise InvalidRequest("the request body must be a JSON object")
