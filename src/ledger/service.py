@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -667,9 +668,13 @@ def _user(value: object) -> str:
 
 
 def _currency(value: object) -> str:
-    if not isinstance(value, str) or not value.isalnum() or not 1 <= len(value) <= 16:
+    # The same rule as the payload models' Currency: ASCII letters, digits and underscores.
+    if not isinstance(value, str) or not _CURRENCY.fullmatch(value):
         raise InvalidRequest("currency: expected a currency code such as EUR")
     return value.upper()
+
+
+_CURRENCY = re.compile(r"[A-Za-z0-9_]{1,16}")
 
 
 def open_ledger(
