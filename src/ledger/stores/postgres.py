@@ -158,13 +158,16 @@ class PostgresStore(SqlStore):
             changed += int(result.rowcount)
         return changed
 
-    def add_to_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    def upsert_balances(
+        self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
+    ) -> None:
         for start in range(0, len(rows), BULK_ROWS):
             chunk = rows[start : start + BULK_ROWS]
             connection.exec_driver_sql(
-                "UPDATE accounts a SET balance = a.balance + v.delta "
-                "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(delta, name, currency) "
-                "WHERE a.name = v.name AND a.currency = v.currency",
+                "INSERT INTO accounts (name, currency, kind, balance) "
+                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[]) "
+                "ON CONFLICT (name, currency) DO UPDATE "
+                "SET balance = accounts.balance + excluded.balance",
                 tuple(list(column) for column in zip(*chunk, strict=True)),
             )
 
@@ -186,7 +189,8 @@ class PostgresStore(SqlStore):
     def select_bets(self, connection: Connection, uids: Sequence[int]) -> Iterator[Any]:
         sql = f"SELECT {BET_SELECT} FROM bets WHERE uid = ANY(%s::bigint[])"  # noqa: S608
         for start in range(0, len(uids), BULK_ROWS):
-            yield from connection.exec_driver_sql(sql, (list(uids[start : start + BULK_ROWS]),))
+            chunk = list(uids[start : start + BULK_ROWS])
+            yield from connection.exec_driver_sql(sql, (chunk,)).fetchall()
 
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         original = getattr(error, "orig", None)

@@ -13,7 +13,6 @@ from sqlalchemy import (
     Column,
     DateTime,
     ForeignKey,
-    ForeignKeyConstraint,
     Index,
     Integer,
     MetaData,
@@ -78,7 +77,6 @@ postings = Table(
     Column("amount", BigInteger, nullable=False),
     # The bet a leg on a user account is for (house legs of a request are summed, untagged).
     Column("bet_uid", BigInteger, nullable=True),
-    ForeignKeyConstraint(["account", "currency"], ["accounts.name", "accounts.currency"]),
     Index("postings_txn", "txn_id"),
     Index("postings_account", "account", "currency", "id"),
 )

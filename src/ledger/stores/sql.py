@@ -120,8 +120,10 @@ class SqlStore:
         return how many accounts changed."""
         raise NotImplementedError
 
-    def add_to_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
-        """Add ``delta`` to each ``(delta, name, currency)`` account, unchecked."""
+    def upsert_balances(
+        self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
+    ) -> None:
+        """Add ``delta`` to each ``(name, currency, kind, delta)`` account, creating it if new."""
         raise NotImplementedError
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
@@ -339,38 +341,36 @@ class SqlUnitOfWork:
                 for leg in txn.postings:
                     legs.append((txn_id, leg.account, leg.currency, leg.amount, leg.bet_uid))
                     deltas[(leg.account, leg.currency)] += leg.amount
-            keys = sorted(deltas)
-            self._store.insert_rows(
-                self._conn,
-                accounts,
-                ACCOUNT_COLUMNS,
-                [(name, currency, account_kind(name), 0) for name, currency in keys],
-                ignore_conflicts=True,
-            )
+            credits: list[tuple[str, str, str, int]] = []
+            debits: list[tuple[int, str, str]] = []
+            for (name, currency), delta in sorted(deltas.items()):
+                kind = account_kind(name)
+                if delta < 0 and kind != "house":
+                    debits.append((delta, name, currency))
+                elif delta:
+                    # House accounts may go below zero (prizes, cash): no check needed.
+                    credits.append((name, currency, kind, delta))
+            # One upsert per account, creating the accounts seen for the first time; it cannot
+            # fail for want of funds, so its place in the order does not matter.
+            self._store.upsert_balances(self._conn, credits)
             # Postings first, then the transaction rows that seal them: the database checks,
             # when a transaction row arrives (SQLite) or at commit (Postgres), that its postings
             # sum to zero per currency.
             self._store.insert_rows(self._conn, postings, POSTING_COLUMNS, legs)
             self._store.insert_rows(self._conn, transactions, TRANSACTION_COLUMNS, headers)
-            # Balances last, after the idempotency keys are claimed. On Postgres a concurrent
+            # Debits last, after the idempotency keys are claimed. On Postgres a concurrent
             # writer of the same key (a re-sent withdrawal) then waits on the unique index and
             # fails with a unique violation, which is a Retry that sees the winner's work and
-            # answers "unchanged"; applied first, its debit of the balance the winner had just
-            # spent would fail as user.insufficient_funds (a 402) instead.
-            self._apply(keys, deltas)
+            # answers "unchanged"; debited first, it would fail on the balance the winner had
+            # just spent as user.insufficient_funds (a 402) instead.
+            self._debit(debits)
 
-    def _apply(self, keys: list[tuple[str, str]], deltas: dict[tuple[str, str], int]) -> None:
-        """Apply net balance changes: checked debits, then unchecked credits, in key order."""
-        debits = []
-        credits = []
-        for name, currency in keys:
-            delta = deltas[(name, currency)]
-            if delta > 0 or (delta and account_kind(name) != "available"):
-                # Held money only ever returns what a hold put there; the database's
-                # no-overdraft check guards it all the same.
-                credits.append((delta, name, currency))
-            elif delta:
-                debits.append((delta, name, currency))
+    def _debit(self, debits: list[tuple[int, str, str]]) -> None:
+        """Apply debits of user balances, refusing any that would go below zero.
+
+        Held money only ever returns what a hold put there, so only available balances can
+        really come up short; held ones are checked all the same.
+        """
         # Conditional updates (balance + delta >= 0): atomic against every other writer, so no
         # read-modify-write and no lost update, and an overdraft changes no row.
         if self._store.debit_balances(self._conn, debits) != len(debits):
@@ -394,7 +394,6 @@ class SqlUnitOfWork:
             raise InsufficientFunds(
                 f"user {user.removeprefix('user:')} has insufficient {currency} funds"
             )
-        self._store.add_to_balances(self._conn, credits)
 
     # --- reads ----------------------------------------------------------------------------------
 
@@ -599,6 +598,23 @@ class SqlUnitOfWork:
             ).scalar_one()
             if orphans:
                 problems.append(f"{orphans} postings have no transaction")
+            # Every posting is on an account that exists (the balance upsert creates them).
+            for row in conn.execute(
+                select(postings.c.account, postings.c.currency)
+                .select_from(
+                    postings.outerjoin(
+                        accounts,
+                        and_(
+                            accounts.c.name == postings.c.account,
+                            accounts.c.currency == postings.c.currency,
+                        ),
+                    )
+                )
+                .where(accounts.c.name.is_(None))
+                .distinct()
+                .limit(50)
+            ):
+                problems.append(f"postings on account {row[0]} {row[1]}, which does not exist")
             # 2. Each account's balance equals the sum of its postings.
             sums = (
                 select(

@@ -113,10 +113,13 @@ class SqliteStore(SqlStore):
         )
         return int(result.rowcount)
 
-    def add_to_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> None:
+    def upsert_balances(
+        self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
+    ) -> None:
         if rows:
             connection.exec_driver_sql(
-                "UPDATE accounts SET balance = balance + ? WHERE name = ? AND currency = ?",
+                "INSERT INTO accounts (name, currency, kind, balance) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (name, currency) DO UPDATE SET balance = balance + excluded.balance",
                 list(rows),
             )
 
@@ -134,7 +137,7 @@ class SqliteStore(SqlStore):
         sql = f"SELECT {BET_SELECT} FROM bets WHERE uid IN (SELECT value FROM json_each(?))"  # noqa: S608
         for start in range(0, len(uids), 100_000):
             chunk = json.dumps(list(uids[start : start + 100_000]))
-            yield from connection.exec_driver_sql(sql, (chunk,))
+            yield from connection.exec_driver_sql(sql, (chunk,)).fetchall()
 
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         message = str(getattr(error, "orig", error))

@@ -140,7 +140,6 @@ def upgrade() -> None:
         sa.Column("currency", sa.String(16), nullable=False),
         sa.Column("amount", sa.BigInteger, nullable=False),
         sa.Column("bet_uid", sa.BigInteger, nullable=True),
-        sa.ForeignKeyConstraint(["account", "currency"], ["accounts.name", "accounts.currency"]),
     )
     op.create_index("postings_txn", "postings", ["txn_id"])
     op.create_index("postings_account", "postings", ["account", "currency", "id"])
