@@ -179,10 +179,15 @@ class Ledger:
         self.store = store
         self.currencies = currencies or CurrencyTable()
         self.max_attempts = max_attempts
-        if group_commit is None:
-            group_commit = store.single_writer
-        # SQLite: concurrent writers share commits (one fsync per batch, see ledger.batching).
-        self.group_commit = GroupCommit(store, max_attempts=max_attempts) if group_commit else None
+        # Group commit (ledger.batching): concurrent Place Bets are decided together and written
+        # set-based in one transaction, one commit per batch. On by default on both stores; on
+        # SQLite, the one-writer database, every write goes through the writer, while on
+        # Postgres refunds, settles and movements keep their own connections so that a huge
+        # settle never holds up entries.
+        self.group_commit = (
+            GroupCommit(store, max_attempts=max_attempts) if group_commit in (None, True) else None
+        )
+        self._all_writes_grouped = self.group_commit is not None and store.single_writer
 
     def __enter__(self) -> Self:
         return self
@@ -204,7 +209,8 @@ class Ledger:
 
     def _transact(self, work: Callable[[UnitOfWork], T]) -> T:
         """Run ``work`` in one unit of work and commit; re-run it when a concurrent writer won."""
-        if self.group_commit is not None:
+        if self._all_writes_grouped:
+            assert self.group_commit is not None
             return self.group_commit.run(work)
         for attempt in range(1, self.max_attempts + 1):
             try:
@@ -688,8 +694,8 @@ def open_ledger(
     """Open the ledger in the database ``url`` names (the one composition root of the library).
 
     ``sqlite:///path.db`` creates and upgrades the file itself; Postgres URLs expect
-    ``ledger db upgrade`` to have run (or pass ``migrate=True``). ``group_commit`` (default: on
-    for SQLite) applies concurrent writes in shared transactions, one durable commit per batch.
+    ``ledger db upgrade`` to have run (or pass ``migrate=True``). ``group_commit`` (default on)
+    applies concurrent writes in shared transactions, one durable commit per batch.
     """
     store = open_store(url, migrate=migrate, **store_options)
     return Ledger(store, currencies=currencies, group_commit=group_commit)
