@@ -29,6 +29,7 @@ __all__ = [
     "Unauthorized",
     "UnbalancedTransaction",
     "UnknownCurrency",
+    "UnsupportedMediaType",
 ]
 
 
@@ -84,6 +85,13 @@ class PayloadTooLarge(InvalidRequest):
 
     key = "request.too_large"
     status = 413
+
+
+class UnsupportedMediaType(InvalidRequest):
+    """The body is declared as something other than JSON."""
+
+    key = "request.unsupported_media_type"
+    status = 415
 
 
 class Unauthorized(LedgerError):

@@ -26,13 +26,13 @@ from litestar.openapi.datastructures import ResponseSpec
 from msgspec import Struct
 
 from ..contract import PlaceBetsRequest, RefundRequest, SettleRequest, validate
-from ..errors import InvalidRequest, LedgerError
+from ..errors import InvalidRequest, LedgerError, UnsupportedMediaType
 from ..service import ClosedBets, Ledger, PlacedBets
 from .auth import authenticate, client_address, require_address, require_role
 from .errors import http_error_key
 from .runtime import Runtime
 
-__all__ = ["EVENTS", "callback_handlers"]
+__all__ = ["EVENTS", "callback_handlers", "require_json"]
 
 log = logging.getLogger("ledger.http")
 
@@ -69,6 +69,19 @@ class Callback:
     run: Callable[[Ledger, Any], Outcome]
     summary: str
     description: str
+
+
+def require_json(content_type: str | None) -> None:
+    """Refuse a body declared as something other than JSON (415); an undeclared one is read.
+
+    The body is parsed as JSON whatever its label, so without this a form post or a text/plain
+    body that happened to be valid JSON would move money: found by the hostile-input tests.
+    """
+    if content_type is None:
+        return
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        raise UnsupportedMediaType(f"Content-Type {media or 'empty'!r}: expected application/json")
 
 
 def _place(ledger: Ledger, request: Any) -> Outcome:
@@ -160,6 +173,7 @@ _ERROR_RESPONSES = {
         (404, "bet.not_found"),
         (409, "bet.conflict, bet.already_refunded, bet.already_settled"),
         (413, "Body over LEDGER_MAX_BODY_BYTES"),
+        (415, "Content-Type is not application/json"),
         (503, "Database unavailable or busy: re-send later"),
     )
 }
@@ -208,6 +222,7 @@ async def _deliver(
         require_address(address, settings.allowed_ips)
         caller = authenticate(request.headers.get("authorization"), settings)
         require_role(caller, callback.roles, need_subject=callback.need_subject)
+        require_json(request.headers.get("content-type"))
         if event is not None and event not in callback.events:
             raise InvalidRequest(
                 f"X-Callback-Event {event!r} does not belong on {callback.path} "

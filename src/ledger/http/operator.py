@@ -21,6 +21,7 @@ from ..contract import INT64_MAX, parse_json
 from ..errors import BetNotFound, InvalidRequest
 from ..service import Ledger, Movement
 from .auth import check_operator
+from .callbacks import require_json
 from .runtime import Runtime
 
 __all__ = ["operator_router"]
@@ -36,6 +37,7 @@ def operator_router(runtime: Runtime) -> Router:
 
     @post("/deposits", status_code=200, summary="Credit a user from outside (idempotent)")
     async def deposit(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        require_json(request.headers.get("content-type"))
         user, currency, amount, reference = _movement(await request.body())
         movement = await runtime.call(
             lambda ledger: ledger.deposit(user, currency, amount, reference)
@@ -44,6 +46,7 @@ def operator_router(runtime: Runtime) -> Router:
 
     @post("/withdrawals", status_code=200, summary="Pay a user out (idempotent, no overdraft)")
     async def withdrawal(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        require_json(request.headers.get("content-type"))
         user, currency, amount, reference = _movement(await request.body())
         movement = await runtime.call(
             lambda ledger: ledger.withdraw(user, currency, amount, reference)
