@@ -164,6 +164,14 @@ def parse_json(body: bytes | str) -> Any:
         return _EXACT.decode(body)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"malformed JSON: {exc}", key="request.malformed_json") from None
+    except RecursionError:
+        raise _too_deep() from None
+
+
+def _too_deep() -> InvalidRequest:
+    # msgspec raises RecursionError (not DecodeError) for JSON nested past the interpreter's
+    # recursion limit, e.g. 100,000 nested objects in an ignored field: bad input, not a 500.
+    return InvalidRequest("malformed JSON: nested too deeply", key="request.malformed_json")
 
 
 def validate(model: type[M], payload: M | Mapping[str, Any] | bytes | str) -> M:
@@ -191,4 +199,6 @@ def validate(model: type[M], payload: M | Mapping[str, Any] | bytes | str) -> M:
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         # msgspec reports bad UTF-8 inside a string it keeps as a UnicodeDecodeError.
         raise InvalidRequest(f"malformed JSON: {exc}", key="request.malformed_json") from None
+    except RecursionError:
+        raise _too_deep() from None
     raise InvalidRequest("the request body must be a JSON object")
