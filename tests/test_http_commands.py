@@ -44,6 +44,7 @@ def test_every_variable_is_read() -> None:
             "LEDGER_CURRENCY_SCALES": "FUN=0,BTC=8",
             "LEDGER_DEFAULT_SCALE": "none",
             "LEDGER_DB_TIMEOUT": "2.5",
+            "LEDGER_DB_STATEMENT_TIMEOUT": "30",
             "LEDGER_DB_POOL_SIZE": "4",
             "LEDGER_WORKER_THREADS": "8",
             "LEDGER_TLS_MIN_VERSION": "1.2",
@@ -62,7 +63,12 @@ def test_every_variable_is_read() -> None:
     assert settings.currencies.scale("BTC") == 8
     assert settings.currencies.default_scale is None
     assert settings.db_timeout == Decimal("2.5")
-    assert settings.store_options() == {"lock_timeout": 2.5, "connect_timeout": 2.5, "pool_size": 4}
+    assert settings.store_options() == {
+        "lock_timeout": 2.5,
+        "statement_timeout": 30.0,
+        "connect_timeout": 2.5,
+        "pool_size": 4,
+    }
     assert (settings.worker_threads, settings.tls_min_version, settings.log_level) == (
         8,
         "1.2",
