@@ -10,6 +10,7 @@ Standard library only.
 from __future__ import annotations
 
 from decimal import Decimal
+from functools import lru_cache
 
 from .errors import InvalidAmount
 
@@ -58,8 +59,14 @@ def to_minor(amount: Decimal, scale: int, *, field: str = "amount") -> int:
     non-zero digits finer than ``scale`` (``10.001`` in a 2-decimal currency). ``10.0100`` is fine:
     trailing zeros are not precision.
     """
-    if not amount.is_finite():
+    if not amount.is_finite():  # before hashing: a signalling NaN cannot be hashed
         raise InvalidAmount(f"{field}: {amount} is not finite")
+    # Entry fees repeat (every entry of a tournament costs the same): remember the answers.
+    return _to_minor(amount, scale, field)
+
+
+@lru_cache(maxsize=4096)
+def _to_minor(amount: Decimal, scale: int, field: str) -> int:
     if not amount:
         return 0  # zero, including -0 and 0E+7
     if amount.is_signed():
