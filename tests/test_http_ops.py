@@ -120,3 +120,35 @@ def test_unexpected_bug_is_500_internal_without_details(
     assert response.status_code == 500
     assert response.json() == {"error": "internal", "message": "internal error"}
     assert "secret detail" not in response.text
+
+
+def test_a_delivery_stuck_past_its_deadline_is_503_and_its_resend_lands_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from ledger.http import callbacks
+
+    monkeypatch.setitem(callbacks.DEADLINES, PLACE, 0.5)
+    with serve(tmp_path) as client:
+        book = client.app.state.runtime.ledger()
+        assert book.group_commit is not None
+        started, release = threading.Event(), threading.Event()
+
+        def freeze(_: object) -> None:  # the database stops answering
+            started.set()
+            release.wait(10)
+
+        frozen = book.group_commit.submit(freeze)
+        assert started.wait(5)
+        body = dumps(place(entry(1, amount="0", rake="0")))
+        stuck = client.post("/bets", content=body, headers=headers(PLACE))
+        assert stuck.status_code == 503
+        assert stuck.json()["error"] == "request.timeout"
+        release.set()
+        frozen.result(5)
+        # The abandoned delivery may or may not have landed; the platform's re-send is safe.
+        resent = client.post("/bets", content=body, headers=headers(PLACE))
+        assert resent.status_code == 200
+        assert book.bet(1) is not None
+        assert book.check().ok

@@ -196,9 +196,11 @@ class GroupCommit:
         self.batches += 1
         self.requests += len(batch)
         for job, result in done:
-            job.future.set_result(result)
+            if not job.future.done():  # a caller may have cancelled its wait
+                job.future.set_result(result)
         for job, problem in failed:
-            job.future.set_exception(problem)
+            if not job.future.done():
+                job.future.set_exception(problem)
         for job in again:
             self._queue.put(job)
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 from litestar import Request, Response, post
 from litestar.exceptions import HTTPException, InternalServerException
 from litestar.handlers import HTTPRouteHandler
@@ -26,7 +27,7 @@ from litestar.openapi.datastructures import ResponseSpec
 from msgspec import Struct
 
 from ..contract import PlaceBetsRequest, RefundRequest, SettleRequest, validate
-from ..errors import InvalidRequest, LedgerError, UnsupportedMediaType
+from ..errors import InvalidRequest, LedgerError, StoreBusy, UnsupportedMediaType
 from ..service import ClosedBets, Ledger, PlacedBets
 from .auth import authenticate, client_address, require_address, require_role
 from .errors import http_error_key
@@ -41,6 +42,16 @@ REFUND_BET = "destroy:fantasy_team"
 REFUND_TOURNAMENT = "cancel:tournament"
 SETTLE_BET = "winners:tournament"
 EVENTS = (PLACE_BET, REFUND_BET, REFUND_TOURNAMENT, SETTLE_BET)
+
+# Seconds a delivery may take before it is answered 503: the platform's timeouts (contract
+# section 8: 2 minutes for Place Bet and Refund Bet, 5 for Refund Tournament and Settle) less a
+# margin for the answer to travel.
+DEADLINES = {
+    PLACE_BET: 110.0,
+    REFUND_BET: 110.0,
+    REFUND_TOURNAMENT: 290.0,
+    SETTLE_BET: 290.0,
+}
 
 # Place Bet bodies up to this size are parsed on the event loop when group commit is on.
 INLINE_BODY = 64 * 1024
@@ -244,19 +255,32 @@ async def _deliver(
             return callback.run(runtime.ledger(), parsed)
 
         ledger = runtime.opened()
-        if (
-            callback.run is _place
-            and ledger is not None
-            and ledger.group_commit is not None
-            and len(body) <= INLINE_BODY
-        ):
-            # Group commit: parse here (a small body decodes in microseconds) and await the
-            # writer's future on the event loop, without a worker thread per request.
-            bets = validate(PlaceBetsRequest, body)
-            placed = await asyncio.wrap_future(ledger.submit_place_bets(bets))
-            result = _placed(placed)
-        else:
-            result = await runtime.offload(run)
+        deadline = DEADLINES.get(label, DEADLINES[PLACE_BET])
+        try:
+            with anyio.fail_after(deadline):
+                if (
+                    callback.run is _place
+                    and ledger is not None
+                    and ledger.group_commit is not None
+                    and len(body) <= INLINE_BODY
+                ):
+                    # Group commit: parse here (a small body decodes in microseconds) and
+                    # await the writer's future on the event loop, without a worker thread.
+                    bets = validate(PlaceBetsRequest, body)
+                    future = ledger.submit_place_bets(bets)
+                    # Shielded: a deadline abandons the wait, never the queued work.
+                    placed = await asyncio.shield(asyncio.wrap_future(future))
+                    result = _placed(placed)
+                else:
+                    result = await runtime.offload(run, abandon_on_cancel=True)
+        except TimeoutError:
+            # A frozen database (or a huge request on a slow one) must not outlast the
+            # platform's timeout: a 5xx says "outcome unknown", and the platform's re-send of
+            # the full set is idempotent whether or not this one ends up applied.
+            raise StoreBusy(
+                f"no answer within {deadline:.0f} s; the outcome is unknown, re-send",
+                key="request.timeout",
+            ) from None
         status, outcome, bet_uids = 200, "ok", result.bet_uids
         return Response(result.body, status_code=200)
     except LedgerError as exc:

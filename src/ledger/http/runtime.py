@@ -138,9 +138,15 @@ class Runtime:
 
     # --- running ledger work --------------------------------------------------------------------
 
-    async def offload(self, work: Callable[[], T]) -> T:
-        """Run blocking ``work()`` on a worker thread without blocking the event loop."""
-        return await anyio.to_thread.run_sync(work, limiter=self._limiter)
+    async def offload(self, work: Callable[[], T], *, abandon_on_cancel: bool = False) -> T:
+        """Run blocking ``work()`` on a worker thread without blocking the event loop.
+
+        With ``abandon_on_cancel``, a cancelled caller (a deadline) stops waiting while the
+        thread runs on to its end.
+        """
+        return await anyio.to_thread.run_sync(
+            work, limiter=self._limiter, abandon_on_cancel=abandon_on_cancel
+        )
 
     async def call(self, work: Callable[[Ledger], T]) -> T:
         """Run ``work(ledger)`` on a worker thread."""
