@@ -60,7 +60,7 @@ RequestUuid = Annotated[str, Meta(max_length=255, pattern=_NO_NUL)]
 """``bet.uuid``: stored with the bet, so bounded and NUL-free like every other stored text."""
 
 
-class _Model(Struct, frozen=True):
+class _Model(Struct, frozen=True, gc=False):
     pass
 
 
