@@ -341,11 +341,13 @@ class Ledger:
     ) -> list[PlacedBets | LedgerError]:
         """Decide and write several Place Bet requests with set-based writes.
 
-        Each request is decided in memory against the bets and available balances read once
-        (the writer holds the database lock, so they cannot change meanwhile), all of it or none
-        of it: a failing request leaves no trace and gets its error as its outcome. The store's
-        conditional debits and unique keys still guard every write. ``alone`` is the single
-        request path: errors are raised, and a huge request is flushed chunk by chunk.
+        Each request is decided in memory against the bets and available balances read once,
+        all of it or none of it: a failing request leaves no trace and gets its error as its
+        outcome. On SQLite the writer holds the database lock, so nothing changes meanwhile; on
+        Postgres another process may, and then the store's conditional debits and unique keys,
+        which guard every write, make the whole group fail, and the group commit applies its
+        requests one by one instead (see ledger.batching). ``alone`` is the single-request path:
+        errors are raised, and a huge request is flushed chunk by chunk.
         """
         known: dict[int, Bet | None] = {}
         balances: dict[tuple[str, str], int] = {}
