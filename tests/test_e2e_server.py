@@ -10,16 +10,13 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-import ledger
 from httpkit import (
     CLIENT,
     OPERATOR,
@@ -35,17 +32,6 @@ from httpkit import (
 from payloads import entry, place, refund, settle
 
 ERROR_KEY = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)*$")
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/wallet.db"
-        return
-    url: str = request.getfixturevalue("postgres_url")
-    # Production runs `ledger db upgrade` before starting servers; do the same.
-    ledger.open_ledger(url, migrate=True).close()
-    yield url
 
 
 class Platform:
@@ -86,9 +72,9 @@ class Platform:
         return after
 
 
-def test_verification_scenario_over_real_http(tmp_path: Path, database_url: str) -> None:
+def test_verification_scenario_over_real_http(tmp_path: Path, store_url: str) -> None:
     env = {
-        "LEDGER_DATABASE_URL": database_url,
+        "LEDGER_DATABASE_URL": store_url,
         "LEDGER_JWT_SECRET": SECRET,
         "LEDGER_CLIENT_NAME": CLIENT,
         "LEDGER_OPERATOR_TOKEN": OPERATOR,
@@ -202,9 +188,9 @@ def test_trusted_proxy_forwarded_address_is_checked_against_the_allowlist(
         assert refused.json()["error"] == "auth.ip_forbidden"
 
 
-def test_concurrent_identical_deliveries_debit_once(tmp_path: Path, database_url: str) -> None:
+def test_concurrent_identical_deliveries_debit_once(tmp_path: Path, store_url: str) -> None:
     env = {
-        "LEDGER_DATABASE_URL": database_url,
+        "LEDGER_DATABASE_URL": store_url,
         "LEDGER_JWT_SECRET": SECRET,
         "LEDGER_OPERATOR_TOKEN": OPERATOR,
     }

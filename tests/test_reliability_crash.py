@@ -19,13 +19,11 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-import ledger
 from faults import (
     LedgerProcess,
     PlatformDriver,
@@ -40,19 +38,9 @@ from faults import (
 USERS = [f"crash-u{index}" for index in range(8)]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path}/wallet.db"
-        return
-    url: str = request.getfixturevalue("postgres_url")
-    ledger.open_ledger(url, migrate=True).close()
-    yield url
-
-
-def crash_run(tmp_path: Path, database_url: str, *, kills: int, seed: int) -> None:
+def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int) -> None:
     rng = random.Random(seed)
-    server = LedgerProcess(tmp_path, server_env(database_url))
+    server = LedgerProcess(tmp_path, server_env(store_url))
     server.start()
     try:
         with httpx.Client(base_url=server.url, timeout=30) as http:
@@ -79,9 +67,7 @@ def crash_run(tmp_path: Path, database_url: str, *, kills: int, seed: int) -> No
                 # The server is dead: what the database holds now is all it will ever hold of
                 # the deliveries answered so far.
                 acknowledged = driver.acknowledged_so_far()
-                lost.update(
-                    dict.fromkeys(unacknowledged_in(stored_bets(database_url), acknowledged))
-                )
+                lost.update(dict.fromkeys(unacknowledged_in(stored_bets(store_url), acknowledged)))
                 checked += len(acknowledged)
                 server.start()
             time.sleep(0.5)
@@ -90,28 +76,28 @@ def crash_run(tmp_path: Path, database_url: str, *, kills: int, seed: int) -> No
         assert not driver.unexpected, "\n".join(driver.unexpected[:20])
 
         # Every bet exactly as the model says: none missing, none extra, none closed twice.
-        assert stored_bets(database_url) == driver.expected_bets()
+        assert stored_bets(store_url) == driver.expected_bets()
         with httpx.Client(base_url=server.url, timeout=30) as http:
             for user in USERS:
                 assert balances_of(http, user) == driver.expected_balance(user), user
     finally:
         server.stop()
-    check = ledger_check(database_url)
+    check = ledger_check(store_url)
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.startswith("ok"), check.stdout
     assert server.starts == kills + 1
 
 
 def test_sigkilled_server_loses_no_acknowledged_delivery_and_applies_none_twice(
-    tmp_path: Path, database_url: str
+    tmp_path: Path, store_url: str
 ) -> None:
     # SQLite gets more kills: its group commit is where an early answer could hide.
-    crash_run(tmp_path, database_url, kills=9 if database_url.startswith("sqlite") else 5, seed=11)
+    crash_run(tmp_path, store_url, kills=9 if store_url.startswith("sqlite") else 5, seed=11)
 
 
 @pytest.mark.slow
 def test_many_sigkills_lose_no_acknowledged_delivery_and_apply_none_twice(
-    tmp_path: Path, database_url: str
+    tmp_path: Path, store_url: str
 ) -> None:
     kills = int(os.environ.get("LEDGER_CRASH_KILLS", "25"))
-    crash_run(tmp_path, database_url, kills=kills, seed=12)
+    crash_run(tmp_path, store_url, kills=kills, seed=12)
