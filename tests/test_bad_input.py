@@ -266,3 +266,16 @@ def test_bad_embedded_api_arguments_are_refused(
 ) -> None:
     with raises_key(key):
         call(seeded)
+
+
+@pytest.mark.parametrize("uid", [2**63, -(2**63), True])
+def test_looking_up_a_bet_uid_beyond_64_bits_is_bad_input(book: ledger.Ledger, uid: int) -> None:
+    with raises_key(REQUEST):
+        book.bet(uid)
+
+
+def test_a_statement_page_or_pool_beyond_64_bits_is_bad_input(book: ledger.Ledger) -> None:
+    with raises_key(REQUEST):
+        book.statement("u1", before=2**64)
+    with raises_key(REQUEST):
+        book.pool_report(2**64)

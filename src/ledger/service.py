@@ -29,6 +29,7 @@ from typing import Any, Self, TypeVar
 from . import domain
 from .batching import GroupCommit
 from .contract import (
+    INT64_MAX,
     PlaceBetsRequest,
     RefundParticipant,
     RefundRequest,
@@ -262,8 +263,8 @@ class Ledger:
     ) -> Movement:
         user, currency = _user(user), _currency(currency)
         reference = _text(reference, "reference") if reference is not None else _reference()
-        value = parse_decimal(amount)
-        requested = decide(user, currency, self._minor(value, currency, "amount"), reference)
+        minor = self._minor(parse_decimal(amount), currency, "amount")
+        requested = decide(user, currency, minor, reference)
 
         def work(uow: UnitOfWork) -> bool:
             existing = uow.get_transaction(requested.key)
@@ -274,7 +275,6 @@ class Ledger:
             return True
 
         applied = self._transact(work)
-        minor = self._minor(value, currency, "amount")
         return Movement(reference, user, currency, self._decimal(minor, currency), applied)
 
     # --- the callbacks --------------------------------------------------------------------------
@@ -565,6 +565,8 @@ class Ledger:
         wanted = _currency(currency) if currency else None
         if not 1 <= limit <= 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
+        if before is not None:
+            before = _int64(before, "before")
         rows = self._read(lambda uow: uow.statement(user, wanted, limit, before))
         return [
             StatementLine(
@@ -583,6 +585,7 @@ class Ledger:
 
     def bet(self, uid: int) -> BetView | None:
         """The recorded bet, or ``None``."""
+        uid = _int64(uid, "bet uid")
         found = self._read(lambda uow: uow.get_bets([uid])).get(uid)
         if found is None:
             return None
@@ -606,6 +609,7 @@ class Ledger:
 
     def pool_report(self, pool_uid: int) -> PoolReport:
         """Entries, stakes, rake, payouts and open holds of one tournament, per currency."""
+        pool_uid = _int64(pool_uid, "pool uid")
         rows = self._read(lambda uow: uow.pool_totals(pool_uid))
         by_currency: dict[str, dict[str, Any]] = {}
         for row in rows:
@@ -706,6 +710,14 @@ def _reference() -> str:
 _RANDOM = random.Random(random.SystemRandom().getrandbits(128))
 # A forked child must not repeat its parent's references (they are unique keys).
 os.register_at_fork(after_in_child=lambda: _RANDOM.seed(random.SystemRandom().getrandbits(128)))
+
+
+def _int64(value: object, name: str) -> int:
+    # Bad input must be a 400 here, not a driver error on the database's 64-bit column (an
+    # OverflowError on SQLite, a 503 on Postgres).
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > INT64_MAX:
+        raise InvalidRequest(f"{name}: expected a 64-bit integer")
+    return value
 
 
 def _text(value: object, name: str) -> str:
