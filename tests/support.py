@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
@@ -73,3 +74,18 @@ class FailingStore:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+class Hold:
+    """A write command that keeps the writer busy until released: what is submitted meanwhile
+    queues up behind it (one batch for group commit), or waits (a frozen database)."""
+
+    size = 1
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def apply(self, uow: Any) -> None:
+        self.started.set()
+        self.release.wait(10)

@@ -1,12 +1,11 @@
 """Group commit (SQLite): requests queued together share one transaction, and stay independent.
 
-To put several requests in one batch, the writer is first kept busy by a job that waits on an
+To put several requests in one batch, the writer is first kept busy by a command that waits on an
 event; everything submitted meanwhile queues up and is taken as one batch when it is released.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from decimal import Decimal as D
@@ -17,65 +16,63 @@ import pytest
 
 import ledger
 import payloads as P
-from ledger.batching import GroupCommit
 from ledger.domain import deposit
 from ledger.stores import UnitOfWork
+from ledger.writer import GroupCommit, Move
+from support import Hold
 
 
 @pytest.fixture
 def book(tmp_path: Path) -> Iterator[ledger.Ledger]:
     with ledger.open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as opened:
-        assert opened.group_commit is not None  # on by default for SQLite
+        assert isinstance(opened.writer, GroupCommit)  # on by default for SQLite
         yield opened
+
+
+def group_of(book: ledger.Ledger) -> GroupCommit:
+    assert isinstance(book.writer, GroupCommit)
+    return book.writer
 
 
 def batched(group: GroupCommit, submit: Callable[[], list[Future[Any]]]) -> list[Future[Any]]:
     """Run ``submit`` while the writer is held, so that what it queues forms one batch."""
-    started, release = threading.Event(), threading.Event()
-
-    def hold(_: UnitOfWork) -> None:
-        started.set()
-        release.wait(10)
-
+    hold = Hold()
     blocker = group.submit(hold)
-    assert started.wait(10)
+    assert hold.started.wait(10)
     batches = group.batches
     futures = submit()
-    release.set()
+    hold.release.set()
     blocker.result(10)
     for future in futures:
         future.exception(10)  # wait for each, whatever its outcome
-    assert group.batches == batches + 2, "the held job's batch, then exactly one more"
+    assert group.batches == batches + 2, "the held command's batch, then exactly one more"
     return futures
 
 
-def test_a_request_failing_inside_a_batch_is_rolled_back_alone(book: ledger.Ledger) -> None:
-    group = book.group_commit
-    assert group is not None
+class Explode:
+    """Writes first, then fails: its savepoint must take its writes back with it."""
 
-    def move(user: str, reference: str) -> Callable[[UnitOfWork], str]:
-        def work(uow: UnitOfWork) -> str:
-            uow.post([deposit(user, "EUR", 500, reference)])
-            return reference
+    size = 1
 
-        return work
-
-    def explode(uow: UnitOfWork) -> None:
-        # Writes first, then fails: its savepoint must take its writes back with it.
+    def apply(self, uow: UnitOfWork) -> None:
         uow.post([deposit("u2", "EUR", 700, "doomed")])
         raise RuntimeError("injected failure in the middle of a unit of work")
+
+
+def test_a_request_failing_inside_a_batch_is_rolled_back_alone(book: ledger.Ledger) -> None:
+    group = group_of(book)
 
     futures = batched(
         group,
         lambda: [
-            group.submit(move("u1", "a")),
-            group.submit(explode),
-            group.submit(move("u3", "c")),
+            group.submit(Move(deposit("u1", "EUR", 500, "a"))),
+            group.submit(Explode()),
+            group.submit(Move(deposit("u3", "EUR", 500, "c"))),
         ],
     )
-    assert futures[0].result() == "a"
+    assert futures[0].result() is True
     assert isinstance(futures[1].exception(), RuntimeError)
-    assert futures[2].result() == "c"
+    assert futures[2].result() is True
     assert book.balance("u1")[0].available == D("5.00")
     assert book.balance("u3")[0].available == D("5.00")
     assert book.balance("u2") == []
@@ -83,8 +80,7 @@ def test_a_request_failing_inside_a_batch_is_rolled_back_alone(book: ledger.Ledg
 
 
 def test_place_bets_queued_together_are_decided_one_by_one(book: ledger.Ledger) -> None:
-    group = book.group_commit
-    assert group is not None
+    group = group_of(book)
     book.deposit("u1", "EUR", "20.00", "seed-u1")
     book.deposit("u3", "EUR", "20.00", "seed-u3")
 
@@ -119,8 +115,7 @@ def test_place_bets_queued_together_are_decided_one_by_one(book: ledger.Ledger) 
 def test_a_failed_commit_fails_every_request_of_the_batch(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    group = book.group_commit
-    assert group is not None
+    group = group_of(book)
     book.deposit("u1", "EUR", "50.00", "seed")
     store = book.store
     real = store.unit_of_work

@@ -125,27 +125,20 @@ def test_unexpected_bug_is_500_internal_without_details(
 def test_a_delivery_stuck_past_its_deadline_is_503_and_its_resend_lands_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import threading
-
     from ledger.http import callbacks
+    from support import Hold
 
     monkeypatch.setitem(callbacks.DEADLINES, PLACE, 0.5)
     with serve(tmp_path) as client:
         book = client.app.state.runtime.ledger()
-        assert book.group_commit is not None
-        started, release = threading.Event(), threading.Event()
-
-        def freeze(_: object) -> None:  # the database stops answering
-            started.set()
-            release.wait(10)
-
-        frozen = book.group_commit.submit(freeze)
-        assert started.wait(5)
+        freeze = Hold()  # the database stops answering
+        frozen = book.writer.submit(freeze)
+        assert freeze.started.wait(5)
         body = dumps(place(entry(1, amount="0", rake="0")))
         stuck = client.post("/bets", content=body, headers=headers(PLACE))
         assert stuck.status_code == 503
         assert stuck.json()["error"] == "request.timeout"
-        release.set()
+        freeze.release.set()
         frozen.result(5)
         # The abandoned delivery may or may not have landed; the platform's re-send is safe.
         resent = client.post("/bets", content=body, headers=headers(PLACE))

@@ -92,20 +92,22 @@ class Model:
         self.available: defaultdict[tuple[str, str], int] = defaultdict(int)
         self.held: defaultdict[tuple[str, str], int] = defaultdict(int)
         self.bets: dict[int, ModelBet] = {}
-        self.movements: dict[str, tuple[str, str, int]] = {}
+        self.movements: dict[str, tuple[str, str, str, int]] = {}
 
     def move(self, kind: str, user: str, currency: str, amount: int, ref: str) -> str | None:
         """A deposit or withdrawal: the error key it must fail with, or None (model updated)."""
-        key = f"{kind}:{ref}"
+        # Deposits and withdrawals share one namespace of references.
+        key = ref
         if key in self.movements:
-            return None if self.movements[key] == (user, currency, amount) else "reference.conflict"
+            same = self.movements[key] == (kind, user, currency, amount)
+            return None if same else "reference.conflict"
         if kind == "withdrawal":
             if self.available[(user, currency)] < amount:
                 return "user.insufficient_funds"
             self.available[(user, currency)] -= amount
         else:
             self.available[(user, currency)] += amount
-        self.movements[key] = (user, currency, amount)
+        self.movements[key] = (kind, user, currency, amount)
         return None
 
     def place(self, entries: list[NewEntry]) -> str | None:

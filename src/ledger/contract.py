@@ -28,7 +28,13 @@ from msgspec import Meta, Struct
 from .errors import InvalidAmount, InvalidRequest
 
 __all__ = [
+    "EVENTS",
     "INT64_MAX",
+    "PLACE_BET",
+    "PLATFORM_TIMEOUTS",
+    "REFUND_BET",
+    "REFUND_TOURNAMENT",
+    "SETTLE_BET",
     "PlaceBetEntry",
     "PlaceBetsRequest",
     "RefundRequest",
@@ -38,6 +44,21 @@ __all__ = [
 ]
 
 INT64_MAX = 2**63 - 1
+
+# The platform's callback events (the ``X-Callback-Event`` header, contract section 4.1).
+PLACE_BET = "create:fantasy_team"
+REFUND_BET = "destroy:fantasy_team"
+REFUND_TOURNAMENT = "cancel:tournament"
+SETTLE_BET = "winners:tournament"
+EVENTS = (PLACE_BET, REFUND_BET, REFUND_TOURNAMENT, SETTLE_BET)
+
+# Seconds the platform waits for an answer before it counts a delivery as failed (section 8).
+PLATFORM_TIMEOUTS: Mapping[str, float] = {
+    PLACE_BET: 120.0,
+    REFUND_BET: 120.0,
+    REFUND_TOURNAMENT: 300.0,
+    SETTLE_BET: 300.0,
+}
 
 AMOUNT_FIELDS = frozenset({"amount", "rake", "payout"})
 
@@ -95,9 +116,11 @@ class PlaceBetsRequest(_Model, frozen=True):
 
 class RefundBet(_Model, frozen=True):
     uid: Id
-    # The refund's own amounts are informational: the ledger reverses what it recorded.
+    # The refund's own amounts and the echoed secrets are informational: the ledger reverses
+    # what it recorded, and notes a difference.
     amount: Decimal | None = None
     rake: Decimal | None = None
+    secrets: dict[str, Any] | None = None
 
 
 class RefundParticipant(_Model, frozen=True):
@@ -121,6 +144,7 @@ class SettleBet(_Model, frozen=True):
     payout: Decimal
     # The payout currency; when absent the bet's own currency is meant.
     currency: Currency | None = None
+    secrets: dict[str, Any] | None = None  # echoed from Place Bet: compared, never enforced
 
 
 class SettleParticipant(_Model, frozen=True):

@@ -11,21 +11,25 @@ Amounts are integers of the currency's minor unit. Standard library only.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from .errors import (
     BetAlreadyRefunded,
     BetAlreadySettled,
     BetConflict,
     BetNotFound,
+    InsufficientFunds,
     InvalidAmount,
+    LedgerError,
     ReferenceConflict,
     UnbalancedTransaction,
 )
+from .money import render, to_minor
 
 __all__ = [
     "HELD_SUFFIX",
@@ -36,32 +40,56 @@ __all__ = [
     "HOUSE_TICKETS",
     "Bet",
     "BetState",
+    "CloseDecision",
+    "ClosedBets",
     "Entry",
     "Funding",
+    "PlaceDecision",
+    "PlaceRequest",
+    "PlacedBets",
     "Posting",
     "RefundItem",
+    "Replay",
+    "SettleClaim",
     "SettleItem",
     "Transaction",
     "TxnKind",
     "account_kind",
+    "debited_accounts",
     "deposit",
     "held_account",
+    "is_house",
     "is_valid_user_uid",
+    "merge_placements",
+    "movement",
+    "movement_keys",
     "place",
+    "place_many",
     "refund",
+    "refund_many",
     "residual",
     "settle",
+    "settle_many",
     "user_account",
     "withdrawal",
 ]
 
 # Account names. ``user:<uid>`` is what the operator owes the user; ``user:<uid>:held`` is money
 # reserved for entries not yet settled or refunded; the house accounts are the other legs.
-HOUSE_CASH = "house:cash"
-HOUSE_TICKETS = "house:tickets"
-HOUSE_ENTRIES = "house:entries"
-HOUSE_RAKE = "house:rake"
-HOUSE_PRIZES = "house:prizes"
+HOUSE_PREFIX = "house:"
+HOUSE_CASH = f"{HOUSE_PREFIX}cash"
+HOUSE_TICKETS = f"{HOUSE_PREFIX}tickets"
+HOUSE_ENTRIES = f"{HOUSE_PREFIX}entries"
+HOUSE_RAKE = f"{HOUSE_PREFIX}rake"
+HOUSE_PRIZES = f"{HOUSE_PREFIX}prizes"
+
+
+def is_house(name: str) -> bool:
+    """True for the house's accounts: they may go negative, and a request's legs on them sum."""
+    return name.startswith(HOUSE_PREFIX)
+
+
+HELD_SUFFIX = ":held"
 
 
 def user_account(uid: str) -> str:
@@ -71,10 +99,7 @@ def user_account(uid: str) -> str:
 
 def held_account(uid: str) -> str:
     """The user's money held for open entries."""
-    return f"user:{uid}:held"
-
-
-HELD_SUFFIX = ":held"
+    return f"user:{uid}{HELD_SUFFIX}"
 
 
 def is_valid_user_uid(uid: str) -> bool:
@@ -88,9 +113,9 @@ def is_valid_user_uid(uid: str) -> bool:
 
 def account_kind(name: str) -> str:
     """``available``, ``held`` or ``house``: the kinds the store's no-overdraft rule keys on."""
-    if name.startswith("house:"):
+    if is_house(name):
         return "house"
-    return "held" if name.endswith(":held") else "available"
+    return "held" if name.endswith(HELD_SUFFIX) else "available"
 
 
 class Posting(NamedTuple):
@@ -151,7 +176,7 @@ class Transaction:
         house: dict[tuple[str, str], int] = defaultdict(int)
         kept: list[Posting] = []
         for leg in legs:
-            if leg.bet_uid is None and leg.account.startswith("house:"):
+            if leg.bet_uid is None and is_house(leg.account):
                 house[(leg.account, leg.currency)] += leg.amount
             else:
                 kept.append(leg)
@@ -173,11 +198,28 @@ def transfer(
     if amount == 0:
         return ()
     return (
-        Posting(source, currency, -amount, None if source.startswith("house:") else bet_uid),
-        Posting(
-            destination, currency, amount, None if destination.startswith("house:") else bet_uid
-        ),
+        Posting(source, currency, -amount, None if is_house(source) else bet_uid),
+        Posting(destination, currency, amount, None if is_house(destination) else bet_uid),
     )
+
+
+# --- replays -----------------------------------------------------------------------------------
+
+
+class Replay(StrEnum):
+    """What a request that changes nothing found: every idempotent re-send has a name.
+
+    As in TigerBeetle's ``create_transfers`` results, a replay is an answer rather than an
+    absence. The conflicting cases (the same key with other terms) are errors instead
+    (:class:`~ledger.errors.BetConflict`, ``bet.already_settled``, ``reference.conflict``).
+    """
+
+    EXISTS = "exists"  # Place Bet re-sent for a bet placed with the same terms
+    EXISTS_REFUNDED = "exists_refunded"  # Place Bet for a bet since refunded: never debited again
+    EXISTS_SETTLED = "exists_settled"  # Place Bet for a bet since settled: never debited again
+    ALREADY_REFUNDED = "already_refunded"  # Refund re-sent
+    ALREADY_SETTLED = "already_settled"  # Settle re-sent with the same payout
+    MOVEMENT_EXISTS = "movement_exists"  # deposit or withdrawal re-sent under its reference
 
 
 # --- deposits and withdrawals ------------------------------------------------------------------
@@ -188,11 +230,23 @@ def _positive(amount: int) -> None:
         raise InvalidAmount("amount: must be greater than zero")
 
 
+def movement_keys(reference: str) -> tuple[str, ...]:
+    """The idempotency key of a deposit or withdrawal, then the keys earlier versions wrote.
+
+    Deposits and withdrawals share one namespace of references: a reference used by a deposit
+    cannot be re-used by a withdrawal (409 ``reference.conflict``), and because both write the
+    same unique key, a deposit and a withdrawal racing for one reference cannot both win.
+    Earlier versions prefixed the key with the kind; those keys are still looked up, so that a
+    re-send of a movement recorded then stays a replay.
+    """
+    return (f"movement:{reference}", f"deposit:{reference}", f"withdrawal:{reference}")
+
+
 def deposit(user: str, currency: str, amount: int, reference: str) -> Transaction:
     """Money in from the outside world, idempotent by the caller's reference."""
     _positive(amount)
     return Transaction(
-        key=f"deposit:{reference}",
+        key=movement_keys(reference)[0],
         kind=TxnKind.DEPOSIT,
         postings=transfer(HOUSE_CASH, user_account(user), currency, amount),
         user=user,
@@ -204,7 +258,7 @@ def withdrawal(user: str, currency: str, amount: int, reference: str) -> Transac
     """Money out to the outside world; the store refuses it when the available balance is short."""
     _positive(amount)
     return Transaction(
-        key=f"withdrawal:{reference}",
+        key=movement_keys(reference)[0],
         kind=TxnKind.WITHDRAWAL,
         postings=transfer(user_account(user), HOUSE_CASH, currency, amount),
         user=user,
@@ -212,14 +266,20 @@ def withdrawal(user: str, currency: str, amount: int, reference: str) -> Transac
     )
 
 
-def same_movement(existing: Transaction, requested: Transaction) -> Transaction:
-    """A re-sent deposit or withdrawal: the same one is a no-op, a different one is a conflict."""
+def movement(requested: Transaction, existing: Transaction | None) -> Transaction | Replay:
+    """Decide a deposit or withdrawal given what its reference already holds.
+
+    New: the transaction to post. The same movement again: a replay. Anything else under a used
+    reference (another kind, user, currency or amount) is a conflict.
+    """
+    if existing is None:
+        return requested
     if existing.kind != requested.kind or set(existing.postings) != set(requested.postings):
         raise ReferenceConflict(
             f"reference {requested.reference!r} was already used for a different "
             f"{existing.kind.value}"
         )
-    return existing
+    return Replay.MOVEMENT_EXISTS
 
 
 # --- bets --------------------------------------------------------------------------------------
@@ -296,18 +356,22 @@ def _matches(bet: Bet, entry: Entry) -> bool:
     )
 
 
-def place(entry: Entry, existing: Bet | None, secrets: Mapping[str, Any]) -> Placement | None:
-    """Decide a Place Bet entry: a new placement, ``None`` for an idempotent re-send, or an error.
+def place(entry: Entry, existing: Bet | None, secrets: Mapping[str, Any]) -> Placement | Replay:
+    """Decide a Place Bet entry: a new placement, the replay it is, or an error.
 
     A bet already refunded or settled is never debited again: the re-send answers success.
     """
     if existing is not None:
-        if existing.state == BetState.PLACED and not _matches(existing, entry):
+        if existing.state == BetState.REFUNDED:
+            return Replay.EXISTS_REFUNDED
+        if existing.state == BetState.SETTLED:
+            return Replay.EXISTS_SETTLED
+        if not _matches(existing, entry):
             raise BetConflict(
                 f"bet {entry.bet_uid} was placed with a different user, pool, amount or currency",
                 bet_uid=entry.bet_uid,
             )
-        return None
+        return Replay.EXISTS
     if entry.ticket:
         funding, source = Funding.TICKET, HOUSE_TICKETS
     elif entry.total == 0:
@@ -334,12 +398,144 @@ def place(entry: Entry, existing: Bet | None, secrets: Mapping[str, Any]) -> Pla
     return Placement(bet=bet, legs=legs)
 
 
+@dataclass(frozen=True, slots=True)
+class PlacedBets:
+    """The answer to Place Bet: ``secrets`` go back to the platform and are stored per bet."""
+
+    secrets: dict[str, Any]
+    placed: list[int] = field(default_factory=list)
+    unchanged: list[int] = field(default_factory=list)
+
+
+class PlaceRequest(NamedTuple):
+    """One Place Bet request (or one chunk of a huge one), amounts in minor units."""
+
+    entries: Sequence[Entry]
+    reference: str  # the request's own: its secrets, and the key of its hold
+    part: int | None = None  # the chunk of a huge request: each chunk's hold has its own key
+
+    @property
+    def key(self) -> str:
+        suffix = "" if self.part is None else f":{self.part}"
+        return f"hold:{self.reference}{suffix}"
+
+
+class PlaceDecision(NamedTuple):
+    """What an accepted Place Bet request writes (new bets, their holds) and what it answers."""
+
+    bets: list[Bet]
+    transaction: Transaction | None
+    answer: PlacedBets
+
+
+def debited_accounts(entries: Iterable[Entry]) -> set[tuple[str, str]]:
+    """The ``(account, currency)`` pairs a Place Bet may debit: their balances decide overdrafts."""
+    return {
+        (user_account(entry.user), entry.currency)
+        for entry in entries
+        if not entry.ticket and entry.total
+    }
+
+
+def place_many(
+    requests: Sequence[PlaceRequest],
+    known: Mapping[int, Bet | None],
+    balances: Mapping[tuple[str, str], int],
+) -> list[PlaceDecision | LedgerError]:
+    """Decide Place Bet requests in order, each all or nothing, as if they came one by one.
+
+    ``known`` holds the recorded bets the requests name (absent or ``None``: unknown) and
+    ``balances`` the available balances of their :func:`debited_accounts` (absent: zero). A
+    request that fails gets its error in its place and leaves no trace; one that holds is seen by
+    the requests after it: its bets are known, its debits spent. The store's conditional debits
+    and unique keys still guard what is finally written.
+    """
+    seen = dict(known)
+    available = dict(balances)
+    decisions: list[PlaceDecision | LedgerError] = []
+    for request in requests:
+        try:
+            decision, spent = _place_request(request, seen, available)
+        except LedgerError as error:
+            decisions.append(error)
+            continue
+        for bet in decision.bets:
+            seen[bet.uid] = bet
+        for account, amount in spent.items():
+            available[account] = available.get(account, 0) + amount
+        decisions.append(decision)
+    return decisions
+
+
+def _place_request(
+    request: PlaceRequest,
+    known: Mapping[int, Bet | None],
+    available: Mapping[tuple[str, str], int],
+) -> tuple[PlaceDecision, dict[tuple[str, str], int]]:
+    secrets = {"ledger_ref": request.reference}
+    mine: dict[int, Bet] = {}  # bets this request places: an entry named twice is held once
+    legs: list[Posting] = []
+    spent: dict[tuple[str, str], int] = defaultdict(int)
+    placed: list[int] = []
+    unchanged: list[int] = []
+    stored: Mapping[str, Any] | None = None
+    for entry in request.entries:
+        existing = mine.get(entry.bet_uid) or known.get(entry.bet_uid)
+        decided = place(entry, existing, secrets)
+        if isinstance(decided, Replay):
+            if stored is None and existing is not None:
+                stored = existing.secrets
+            unchanged.append(entry.bet_uid)
+            continue
+        mine[entry.bet_uid] = decided.bet
+        placed.append(entry.bet_uid)
+        for leg in decided.legs:
+            legs.append(leg)
+            if leg.amount < 0 and not is_house(leg.account):
+                account = (leg.account, leg.currency)
+                spent[account] += leg.amount
+                # No overdraft: the whole request fails when any entry would take the user's
+                # available balance below zero (contract: 402, nothing applied).
+                if available.get(account, 0) + spent[account] < 0:
+                    raise InsufficientFunds(
+                        f"user {entry.user} has insufficient {entry.currency} funds",
+                        bet_uid=entry.bet_uid,
+                    )
+    transaction = Transaction.journal(request.key, TxnKind.HOLD, legs) if legs else None
+    # A pure re-send answers with the secrets the platform already stored for its bets.
+    answer = secrets if placed or not stored else dict(stored)
+    decision = PlaceDecision(
+        list(mine.values()), transaction, PlacedBets(answer, placed, unchanged)
+    )
+    return decision, spent
+
+
+def merge_placements(parts: Sequence[PlacedBets]) -> PlacedBets:
+    """One answer for a huge request decided chunk by chunk: placed or not, as a whole."""
+    answer = next((part.secrets for part in parts if part.placed), parts[0].secrets)
+    return PlacedBets(
+        answer,
+        [uid for part in parts for uid in part.placed],
+        [uid for part in parts for uid in part.unchanged],
+    )
+
+
+# --- refunds and settles -----------------------------------------------------------------------
+
+
 class RefundItem(NamedTuple):
-    """One bet of a Refund Bet or Refund Tournament request."""
+    """One bet of a Refund Bet or Refund Tournament request.
+
+    ``amount``, ``rake`` and ``secrets`` are what the payload says of the bet: compared with the
+    record and a mismatch noted, never used (a refund returns exactly what was held).
+    """
 
     bet_uid: int
     user: str
     pool_uid: int
+    amount: Decimal | None = None
+    rake: Decimal | None = None
+    secrets: Mapping[str, Any] | None = None
 
 
 class Closing(NamedTuple):
@@ -366,8 +562,8 @@ def _check_owner(bet: Bet, user: str, pool_uid: int) -> None:
         raise BetConflict(f"bet {bet.uid} belongs to another user or tournament", bet_uid=bet.uid)
 
 
-def refund(item: RefundItem, existing: Bet | None) -> Closing | None:
-    """Decide a refund: the exact reverse of the hold, ``None`` when already refunded, or an error.
+def refund(item: RefundItem, existing: Bet | None) -> Closing | Replay:
+    """Decide a refund: the exact reverse of the hold, the replay it is, or an error.
 
     The reversal uses the amounts recorded at placement, never the refund payload's, so a
     refund can only ever return what was taken.
@@ -375,7 +571,7 @@ def refund(item: RefundItem, existing: Bet | None) -> Closing | None:
     if existing is None:
         raise BetNotFound(f"bet {item.bet_uid} is unknown", bet_uid=item.bet_uid)
     if existing.state == BetState.REFUNDED:
-        return None
+        return Replay.ALREADY_REFUNDED
     if existing.state == BetState.SETTLED:
         raise BetAlreadySettled(f"bet {item.bet_uid} is already settled", bet_uid=item.bet_uid)
     _check_owner(existing, item.user, item.pool_uid)
@@ -398,6 +594,17 @@ def refund(item: RefundItem, existing: Bet | None) -> Closing | None:
     return Closing(bet=_closed(existing, BetState.REFUNDED, None, None), legs=legs)
 
 
+class SettleClaim(NamedTuple):
+    """One participant of a Settle request as sent: the payout in the currency it names, if any."""
+
+    bet_uid: int
+    user: str
+    pool_uid: int
+    payout: Decimal
+    currency: str | None = None
+    secrets: Mapping[str, Any] | None = None
+
+
 class SettleItem(NamedTuple):
     """One participant of a Settle request: payout in minor units of ``payout_currency``."""
 
@@ -414,8 +621,8 @@ def _same_payout(bet: Bet, item: SettleItem) -> bool:
     return bet.payout == item.payout and bet.payout_currency == item.payout_currency
 
 
-def settle(item: SettleItem, existing: Bet | None) -> Closing | None:
-    """Decide a settle: capture the hold and pay out, ``None`` when already so settled, or an error.
+def settle(item: SettleItem, existing: Bet | None) -> Closing | Replay:
+    """Decide a settle: capture the hold and pay out, the replay it is, or an error.
 
     Capture moves the held buy-in to ``house:entries`` and the rake to ``house:rake``; a positive
     payout comes from ``house:prizes``. A zero payout is informational and credits nothing.
@@ -426,7 +633,7 @@ def settle(item: SettleItem, existing: Bet | None) -> Closing | None:
         raise BetAlreadyRefunded(f"bet {item.bet_uid} is already refunded", bet_uid=item.bet_uid)
     if existing.state == BetState.SETTLED:
         if _same_payout(existing, item):
-            return None
+            return Replay.ALREADY_SETTLED
         raise BetConflict(
             f"bet {item.bet_uid} was settled with a different payout", bet_uid=item.bet_uid
         )
@@ -444,3 +651,128 @@ def settle(item: SettleItem, existing: Bet | None) -> Closing | None:
     )
     closed = _closed(existing, BetState.SETTLED, item.payout, item.payout_currency)
     return Closing(bet=closed, legs=legs)
+
+
+def _settle_item(claim: SettleClaim, bet: Bet | None, scale: Callable[[str], int]) -> SettleItem:
+    # A settle that names no currency pays in the bet's own currency (an unknown bet is refused
+    # by settle() whatever its payout).
+    currency = claim.currency or (bet.currency if bet is not None else "")
+    payout = to_minor(claim.payout, scale(currency), field="bet.payout") if currency else 0
+    return SettleItem(claim.bet_uid, claim.user, claim.pool_uid, payout, currency)
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedBets:
+    """The answer to a refund or settle: which bets this request closed, which were already."""
+
+    closed: list[int] = field(default_factory=list)
+    unchanged: list[int] = field(default_factory=list)
+
+
+class CloseDecision(NamedTuple):
+    """What a refund or settle (or one chunk of it) writes, answers and notes."""
+
+    bets: list[Bet]  # with their new state
+    transaction: Transaction | None
+    answer: ClosedBets
+    notes: list[str]  # what the payload said that differs from the record: logged, not used
+
+
+def refund_many(
+    items: Sequence[RefundItem],
+    known: Mapping[int, Bet],
+    key: str,
+    scale: Callable[[str], int],
+) -> CloseDecision:
+    """Decide the bets of a refund, all or nothing: the first rejection is raised."""
+
+    def decide(item: RefundItem, bet: Bet | None) -> Closing | Replay:
+        closing = refund(item, bet)
+        if bet is not None and not isinstance(closing, Replay):
+            notes.extend(_refund_notes(item, bet, scale))
+        return closing
+
+    notes: list[str] = []
+    return _close_many(items, known, key, TxnKind.REFUND, decide, notes)
+
+
+def settle_many(
+    claims: Sequence[SettleClaim],
+    known: Mapping[int, Bet],
+    key: str,
+    scale: Callable[[str], int],
+) -> CloseDecision:
+    """Decide the participants of a settle, all or nothing: the first rejection is raised."""
+
+    def decide(claim: SettleClaim, bet: Bet | None) -> Closing | Replay:
+        closing = settle(_settle_item(claim, bet, scale), bet)
+        if bet is not None and not isinstance(closing, Replay):
+            notes.extend(_echo_notes(claim.secrets, bet))
+        return closing
+
+    notes: list[str] = []
+    return _close_many(claims, known, key, TxnKind.SETTLE, decide, notes)
+
+
+class _Named(Protocol):
+    @property
+    def bet_uid(self) -> int: ...
+
+
+Item = TypeVar("Item", bound=_Named)
+
+
+def _close_many(
+    items: Sequence[Item],
+    known: Mapping[int, Bet],
+    key: str,
+    kind: TxnKind,
+    decide: Callable[[Item, Bet | None], Closing | Replay],
+    notes: list[str],
+) -> CloseDecision:
+    seen = dict(known)
+    bets: list[Bet] = []
+    legs: list[Posting] = []
+    closed: list[int] = []
+    unchanged: list[int] = []
+    for item in items:
+        uid = item.bet_uid
+        closing = decide(item, seen.get(uid))
+        if isinstance(closing, Replay):
+            unchanged.append(uid)
+            continue
+        # A bet named twice in one request is closed once: the second sees it closed.
+        seen[uid] = closing.bet
+        bets.append(closing.bet)
+        legs.extend(closing.legs)
+        closed.append(uid)
+    transaction = Transaction.journal(key, kind, legs) if legs else None
+    return CloseDecision(bets, transaction, ClosedBets(closed, unchanged), notes)
+
+
+def _refund_notes(item: RefundItem, bet: Bet, scale: Callable[[str], int]) -> list[str]:
+    notes = _echo_notes(item.secrets, bet)
+    for name, sent, recorded in (
+        ("amount", item.amount, bet.amount),
+        ("rake", item.rake, bet.rake),
+    ):
+        if sent is None:
+            continue
+        try:
+            claimed: int | None = to_minor(sent, scale(bet.currency), field=name)
+        except InvalidAmount:
+            claimed = None
+        if claimed != recorded:
+            notes.append(
+                f"bet {bet.uid}: the refund's {name} {str(sent)[:40]} differs from the recorded "
+                f"{render(recorded, scale(bet.currency))} {bet.currency}"
+            )
+    return notes
+
+
+def _echo_notes(echoed: Mapping[str, Any] | None, bet: Bet) -> list[str]:
+    # The platform echoes the secrets Place Bet returned. An absent or empty echo is no claim
+    # (the platform's own validator always sends {}); a different non-empty one is worth a look.
+    if echoed and dict(echoed) != dict(bet.secrets):
+        return [f"bet {bet.uid}: the secrets echoed differ from those returned at placement"]
+    return []

@@ -55,6 +55,12 @@ class Settings:
     db_statement_timeout: float = 110.0
     db_pool_size: int = 10
     worker_threads: int = 16
+    # The writer's bounds (ledger.writer): past this many queued writes, or while the writer has
+    # been stuck on one batch this many seconds, a delivery is answered 503 store.busy at once.
+    writer_max_queue: int = 10_000
+    writer_max_wait: float = 10.0
+    # SIGTERM: stop accepting, finish and answer what is in flight, exit within this many seconds.
+    shutdown_timeout: float = 30.0
     tls_min_version: str = "1.3"
     log_level: str = "INFO"
     dev_mode: bool = False
@@ -98,6 +104,10 @@ class Settings:
             raise SettingsError("LEDGER_DB_TIMEOUT, LEDGER_DB_POOL_SIZE, LEDGER_WORKER_THREADS > 0")
         if self.db_statement_timeout <= 0:
             raise SettingsError("LEDGER_DB_STATEMENT_TIMEOUT: must be > 0")
+        if self.writer_max_queue < 1 or self.writer_max_wait <= 0:
+            raise SettingsError("LEDGER_WRITER_MAX_QUEUE and LEDGER_WRITER_MAX_WAIT: must be > 0")
+        if self.shutdown_timeout <= 0:
+            raise SettingsError("LEDGER_SHUTDOWN_TIMEOUT: must be > 0")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -127,6 +137,9 @@ class Settings:
             ("LEDGER_DB_STATEMENT_TIMEOUT", "db_statement_timeout", float),
             ("LEDGER_DB_POOL_SIZE", "db_pool_size", int),
             ("LEDGER_WORKER_THREADS", "worker_threads", int),
+            ("LEDGER_WRITER_MAX_QUEUE", "writer_max_queue", int),
+            ("LEDGER_WRITER_MAX_WAIT", "writer_max_wait", float),
+            ("LEDGER_SHUTDOWN_TIMEOUT", "shutdown_timeout", float),
         ):
             if (raw := get(name)) is not None:
                 try:
@@ -142,6 +155,15 @@ class Settings:
         except ValueError as exc:
             raise SettingsError(f"LEDGER_CURRENCY_SCALES / LEDGER_DEFAULT_SCALE: {exc}") from None
         return cls(**options)
+
+    def ledger_options(self) -> dict[str, Any]:
+        """Keyword arguments for :func:`ledger.open_ledger`: the writer's bounds and the store's."""
+        return {
+            "max_queue": self.writer_max_queue,
+            "max_wait": self.writer_max_wait,
+            "threads": self.worker_threads,
+            **self.store_options(),
+        }
 
     def store_options(self) -> dict[str, Any]:
         """Keyword arguments for :func:`ledger.open_ledger` that bound every database wait."""

@@ -2,11 +2,13 @@
 
 Every delivery goes through :func:`_deliver`, in this order: the caller's address (allowlist), its
 token (401/403), the ``X-Callback-Event`` header (400 on a mismatch), the body (413 over the limit),
-then the ledger, on a worker thread. The raw body bytes go to the ledger unparsed, because its JSON
-parser keeps every number exact; Litestar's parser would not.
+then the ledger. The raw body bytes go to the ledger unparsed, because its JSON parser keeps every
+number exact; Litestar's parser would not. The ledger answers every callback with a future of its
+durable result (:mod:`ledger.writer`), which the handler awaits on the event loop.
 
 Each delivery, whatever its outcome, writes one JSON log line on the ``ledger.http`` logger (and
-nothing else goes there, so that it is a clean JSON-lines stream) and updates the metrics.
+nothing else goes there, so that it is a clean JSON-lines stream) and updates the metrics; the
+line's ``event`` is the event the delivery was counted as in the metrics.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -26,58 +30,68 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.datastructures import ResponseSpec
 from msgspec import Struct
 
-from ..contract import PlaceBetsRequest, RefundRequest, SettleRequest, validate
+from ..contract import (
+    PLACE_BET,
+    PLATFORM_TIMEOUTS,
+    REFUND_BET,
+    REFUND_TOURNAMENT,
+    SETTLE_BET,
+    PlaceBetsRequest,
+    RefundRequest,
+    SettleRequest,
+    validate,
+)
+from ..domain import ClosedBets, PlacedBets
 from ..errors import InvalidRequest, LedgerError, StoreBusy, UnsupportedMediaType
-from ..service import ClosedBets, Ledger, PlacedBets
+from ..service import Ledger
 from .auth import authenticate, client_address, require_address, require_role
 from .errors import http_error_key
 from .runtime import Runtime
 
-__all__ = ["EVENTS", "callback_handlers", "require_json"]
+__all__ = ["callback_handlers", "require_json"]
 
 log = logging.getLogger("ledger.http")
 
-PLACE_BET = "create:fantasy_team"
-REFUND_BET = "destroy:fantasy_team"
-REFUND_TOURNAMENT = "cancel:tournament"
-SETTLE_BET = "winners:tournament"
-EVENTS = (PLACE_BET, REFUND_BET, REFUND_TOURNAMENT, SETTLE_BET)
-
-# Seconds a delivery may take before it is answered 503: the platform's timeouts (contract
-# section 8: 2 minutes for Place Bet and Refund Bet, 5 for Refund Tournament and Settle) less a
-# margin for the answer to travel.
-DEADLINES = {
-    PLACE_BET: 110.0,
-    REFUND_BET: 110.0,
-    REFUND_TOURNAMENT: 290.0,
-    SETTLE_BET: 290.0,
-}
-
-# Place Bet bodies up to this size are parsed on the event loop when group commit is on.
-INLINE_BODY = 64 * 1024
+# Seconds a delivery may take before it is answered 503: the platform's timeouts less a margin
+# for the answer to travel.
+DEADLINES = {event: timeout - 10.0 for event, timeout in PLATFORM_TIMEOUTS.items()}
 
 # A log line names at most this many bet uids (a settle may carry a million).
 LOGGED_UIDS = 20
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Answer:
     """What the ledger did, as the response body and the bet uids to log."""
 
     body: dict[str, Any]
     bet_uids: Sequence[int]
 
 
+def _answer(result: PlacedBets | ClosedBets) -> Answer:
+    if isinstance(result, PlacedBets):
+        return Answer({"secrets": result.secrets}, [*result.placed, *result.unchanged])
+    # Counts, not uid lists: a settle answer for a million participants would be megabytes that
+    # the platform ignores anyway.
+    return Answer(
+        {"closed": len(result.closed), "unchanged": len(result.unchanged)},
+        [*result.closed, *result.unchanged],
+    )
+
+
+Submit = Callable[[Ledger, bytes], "Future[PlacedBets] | Future[ClosedBets]"]
+
+
 @dataclass(frozen=True)
-class Callback:
-    """One callback endpoint: which events it accepts, who may call it, what it does."""
+class CallbackRoute:
+    """One callback endpoint: which events it accepts, who may call it, what it submits."""
 
     path: str
     events: tuple[str, ...]  # the first is the default, used when the header is absent
     roles: tuple[str, ...]
     need_subject: bool
     model: type[Struct]
-    run: Callable[[Ledger, Any], Outcome]
+    submit: Submit
     summary: str
     description: str
 
@@ -95,78 +109,53 @@ def require_json(content_type: str | None) -> None:
         raise UnsupportedMediaType(f"Content-Type {media or 'empty'!r}: expected application/json")
 
 
-def _place(ledger: Ledger, request: Any) -> Outcome:
-    return _placed(ledger.place_bets(request))
-
-
-def _placed(placed: PlacedBets) -> Outcome:
-    return Outcome({"secrets": placed.secrets}, [*placed.placed, *placed.unchanged])
-
-
-def _closed(result: ClosedBets) -> Outcome:
-    # Counts, not uid lists: a settle answer for a million participants would be megabytes that
-    # the platform ignores anyway.
-    return Outcome(
-        {"closed": len(result.closed), "unchanged": len(result.unchanged)},
-        [*result.closed, *result.unchanged],
-    )
-
-
-def _refund(ledger: Ledger, request: Any) -> Outcome:
-    return _closed(ledger.refund(request))
-
-
-def _settle(ledger: Ledger, request: Any) -> Outcome:
-    return _closed(ledger.settle(request))
-
-
-def _callbacks(refund_tournament_path: str | None) -> list[Callback]:
+def _callbacks(refund_tournament_path: str | None) -> list[CallbackRoute]:
     # Keep accepting cancel:tournament on /bets/cancel even with a separate path configured:
     # the contract makes /bets/cancel the default, and refusing it would strand a re-send that
     # the platform still routes there during a switch-over.
     refund_events = (REFUND_BET, REFUND_TOURNAMENT)
     callbacks = [
-        Callback(
+        CallbackRoute(
             "/bets",
             (PLACE_BET,),
             ("user", "admin"),
             False,
             PlaceBetsRequest,
-            _place,
+            lambda ledger, body: ledger.submit_place_bets(body),
             "Place Bet",
             "Hold `amount + rake` for each entry, all or none; free entries hold nothing. "
             "Answers `{secrets}`; 402 `user.insufficient_funds` when the user is short.",
         ),
-        Callback(
+        CallbackRoute(
             "/bets/cancel",
             refund_events,
             ("admin",),
             True,
             RefundRequest,
-            _refund,
+            lambda ledger, body: ledger.submit_refund(body),
             "Refund Bet / Refund Tournament",
             "Reverse each named bet's hold exactly once, all or none.",
         ),
-        Callback(
+        CallbackRoute(
             "/winners",
             (SETTLE_BET,),
             ("admin",),
             True,
             SettleRequest,
-            _settle,
+            lambda ledger, body: ledger.submit_settle(body),
             "Settle Bet",
             "Capture each hold and credit positive payouts, each bet exactly once, all or none.",
         ),
     ]
     if refund_tournament_path:
         callbacks.append(
-            Callback(
+            CallbackRoute(
                 refund_tournament_path,
                 (REFUND_TOURNAMENT,),
                 ("admin",),
                 True,
                 RefundRequest,
-                _refund,
+                lambda ledger, body: ledger.submit_refund(body),
                 "Refund Tournament",
                 "Refund every named bet of a cancelled tournament exactly once, all or none.",
             )
@@ -198,7 +187,7 @@ def callback_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
     ]
 
 
-def _handler(runtime: Runtime, callback: Callback) -> HTTPRouteHandler:
+def _handler(runtime: Runtime, callback: CallbackRoute) -> HTTPRouteHandler:
     async def handle(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
         return await _deliver(runtime, callback, request)
 
@@ -214,13 +203,13 @@ def _handler(runtime: Runtime, callback: Callback) -> HTTPRouteHandler:
 
 
 async def _deliver(
-    runtime: Runtime, callback: Callback, request: Request[Any, Any, Any]
+    runtime: Runtime, callback: CallbackRoute, request: Request[Any, Any, Any]
 ) -> Response[dict[str, Any]]:
     settings = runtime.settings
     metrics = runtime.metrics
     started = time.perf_counter()
-    event = request.headers.get("x-callback-event")
-    label = event if event in callback.events else callback.events[0]
+    header = request.headers.get("x-callback-event")
+    event = header if header in callback.events else callback.events[0]
     address = client_address(
         request.client.host if request.client else None,
         request.headers.get("x-forwarded-for"),
@@ -234,9 +223,9 @@ async def _deliver(
         caller = authenticate(request.headers.get("authorization"), settings)
         require_role(caller, callback.roles, need_subject=callback.need_subject)
         require_json(request.headers.get("content-type"))
-        if event is not None and event not in callback.events:
+        if header is not None and header not in callback.events:
             raise InvalidRequest(
-                f"X-Callback-Event {event!r} does not belong on {callback.path} "
+                f"X-Callback-Event {header[:64]!r} does not belong on {callback.path} "
                 f"(expected {' or '.join(callback.events)})",
                 key="request.wrong_event",
             )
@@ -247,32 +236,18 @@ async def _deliver(
             raise InvalidRequest(
                 "the client disconnected before sending the whole body", key="request.incomplete"
             ) from None
-
-        def run() -> Outcome:
-            # Validate before touching the database, so that bad input is a 400 even while the
-            # database is down (a 503 would make the platform re-send a hopeless request).
-            parsed = validate(callback.model, body)
-            return callback.run(runtime.ledger(), parsed)
-
         ledger = runtime.opened()
-        deadline = DEADLINES.get(label, DEADLINES[PLACE_BET])
+        if ledger is None:
+            # The database was down when last tried. Bad input is still a 400 (a 503 would make
+            # the platform re-send a hopeless request), so validate before trying it again.
+            await runtime.offload(lambda: validate(callback.model, body))
+            ledger = await runtime.offload(runtime.ledger)
+        deadline = DEADLINES[event]
+        future = callback.submit(ledger, body)
         try:
             with anyio.fail_after(deadline):
-                if (
-                    callback.run is _place
-                    and ledger is not None
-                    and ledger.group_commit is not None
-                    and len(body) <= INLINE_BODY
-                ):
-                    # Group commit: parse here (a small body decodes in microseconds) and
-                    # await the writer's future on the event loop, without a worker thread.
-                    bets = validate(PlaceBetsRequest, body)
-                    future = ledger.submit_place_bets(bets)
-                    # Shielded: a deadline abandons the wait, never the queued work.
-                    placed = await asyncio.shield(asyncio.wrap_future(future))
-                    result = _placed(placed)
-                else:
-                    result = await runtime.offload(run, abandon_on_cancel=True)
+                # Shielded: a deadline abandons the wait, never the submitted work.
+                result = await asyncio.shield(asyncio.wrap_future(future))
         except TimeoutError:
             # A frozen database (or a huge request on a slow one) must not outlast the
             # platform's timeout: a 5xx says "outcome unknown", and the platform's re-send of
@@ -281,8 +256,9 @@ async def _deliver(
                 f"no answer within {deadline:.0f} s; the outcome is unknown, re-send",
                 key="request.timeout",
             ) from None
-        status, outcome, bet_uids = 200, "ok", result.bet_uids
-        return Response(result.body, status_code=200)
+        answer = _answer(result)
+        status, outcome, bet_uids = 200, "ok", answer.bet_uids
+        return Response(answer.body, status_code=200)
     except LedgerError as exc:
         status, outcome, message = exc.status, exc.key, exc.message
         bet_uids = [exc.bet_uid] if exc.bet_uid is not None else ()
@@ -293,9 +269,10 @@ async def _deliver(
     finally:
         elapsed = time.perf_counter() - started
         metrics.in_progress.dec()
-        metrics.deliveries.labels(label, outcome, str(status)).inc()
-        metrics.latency.labels(label).observe(elapsed)
+        metrics.deliveries.labels(event, outcome, str(status)).inc()
+        metrics.latency.labels(event).observe(elapsed)
         line: dict[str, Any] = {
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "msg": "callback",
             "request_id": request.headers.get("x-request-id"),
             "event": event,

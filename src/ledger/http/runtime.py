@@ -128,7 +128,7 @@ class Runtime:
                 self._ledger = open_ledger(
                     settings.database_url,
                     currencies=settings.currencies,
-                    **settings.store_options(),
+                    **settings.ledger_options(),
                 )
             except StoreUnavailable as exc:
                 self._failure, self._failed_at = exc, time.monotonic()

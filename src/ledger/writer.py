@@ -1,0 +1,531 @@
+"""The one write path: every write is a command, submitted to a writer that answers with a future.
+
+A command (Place Bet, refund, settle, deposit or withdrawal) knows how to apply itself in one unit
+of work: load what it names from the store, ask the domain what to do, write the decision. A
+huge command is chunked here (:data:`CHUNK` bets at a time, in the one transaction), so that
+memory stays bounded and every write stays set-based.
+
+Two adapters of one port (:class:`Writer`), chosen once by :func:`ledger.open_ledger`:
+
+- :class:`DirectWriter` applies each command in a unit of work of its own, and owns the one retry
+  loop: a command that loses a race to a concurrent writer (a unique key, a deadlock) runs again
+  and then sees the winner's work as the idempotent re-send it is.
+- :class:`GroupCommit` queues commands to one writer thread, which applies a whole queue in one
+  transaction, each command in its own savepoint (a failing one rolls back alone) and
+  consecutive Place Bets decided together, commits once, and only then answers every command.
+  SQLite with ``synchronous=FULL`` pays an fsync per commit, yet writes hundreds of thousands of
+  rows a second inside one: this is how Postgres, TigerBeetle and pgledger amortise fsyncs.
+  Its queue is bounded: past ``max_queue`` commands, or while the writer has been stuck on one
+  batch for ``max_wait`` seconds, a new command is refused at once with 503 ``store.busy``.
+
+Correctness does not depend on the batching: the database's unique keys, conditional debits and
+triggers guard every write as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from . import domain
+from ._process import paused_gc
+from .domain import (
+    Bet,
+    ClosedBets,
+    CloseDecision,
+    PlacedBets,
+    PlaceDecision,
+    PlaceRequest,
+    RefundItem,
+    Replay,
+    SettleClaim,
+    Transaction,
+)
+from .errors import LedgerError, StoreBusy, StoreUnavailable
+from .stores import Retry, Store, UnitOfWork
+
+__all__ = [
+    "CHUNK",
+    "Command",
+    "DirectWriter",
+    "GroupCommit",
+    "Move",
+    "PlaceBets",
+    "RefundBets",
+    "SettleBets",
+    "Writer",
+]
+
+log = logging.getLogger("ledger.writer")
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+C = TypeVar("C")
+
+# Bets per chunk of a huge request: bounds memory while keeping every write set-based.
+CHUNK = 50_000
+
+
+class Command(Protocol[R_co]):
+    """A write, applied in one unit of work; it raises a :class:`LedgerError` to refuse."""
+
+    @property
+    def size(self) -> int:
+        """How many bets it carries (1 for a deposit): huge commands are never grouped."""
+        ...
+
+    def apply(self, uow: UnitOfWork) -> R_co:
+        """Apply the command alone; nothing it wrote survives an exception."""
+        ...
+
+
+class Writer(Protocol):
+    """Where commands go: both adapters answer with a future, resolved after the commit."""
+
+    def submit(self, command: Command[R]) -> Future[R]:
+        """Queue or start ``command``; its future holds the result or the error."""
+        ...
+
+    def run(self, command: Command[R]) -> R:
+        """Apply ``command`` and wait for its durable result (or raise its error)."""
+        ...
+
+    def close(self) -> None:
+        """Finish what was submitted, then stop."""
+        ...
+
+
+def _chunks(items: Sequence[C]) -> Iterator[tuple[int | None, Sequence[C]]]:
+    """The chunks of a request, numbered when there are several (each gets a key of its own)."""
+    if len(items) <= CHUNK:
+        yield None, items
+        return
+    for number, start in enumerate(range(0, len(items), CHUNK)):
+        yield number, items[start : start + CHUNK]
+
+
+# --- the commands ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceBets:
+    """Place Bet: hold every new entry of one request, all or none."""
+
+    request: PlaceRequest
+
+    @property
+    def size(self) -> int:
+        return len(self.request.entries)
+
+    def apply(self, uow: UnitOfWork) -> PlacedBets:
+        answers = []
+        for part, entries in _chunks(self.request.entries):
+            # A later chunk reads what earlier ones wrote (same transaction): an entry repeated
+            # across chunks is held once, and the balances are what is left.
+            piece = PlaceRequest(entries, self.request.reference, part)
+            [decision] = _decide_places(uow, [piece])
+            if isinstance(decision, LedgerError):
+                raise decision
+            _write_places(uow, [decision])
+            answers.append(decision.answer)
+        return domain.merge_placements(answers)
+
+    @staticmethod
+    def apply_group(
+        uow: UnitOfWork, commands: Sequence[PlaceBets]
+    ) -> list[PlacedBets | LedgerError]:
+        """Decide small Place Bets together against bets and balances read once, write set-based.
+
+        A refused request gets its error in its place and writes nothing; the others are
+        written together.
+        """
+        decisions = _decide_places(uow, [command.request for command in commands])
+        _write_places(uow, [d for d in decisions if not isinstance(d, LedgerError)])
+        return [d if isinstance(d, LedgerError) else d.answer for d in decisions]
+
+
+def _decide_places(
+    uow: UnitOfWork, requests: Sequence[PlaceRequest]
+) -> list[PlaceDecision | LedgerError]:
+    entries = [entry for request in requests for entry in request.entries]
+    known: dict[int, Bet | None] = dict(uow.get_bets([entry.bet_uid for entry in entries]))
+    balances = uow.account_balances(sorted(domain.debited_accounts(entries)))
+    return domain.place_many(requests, known, balances)
+
+
+def _write_places(uow: UnitOfWork, decisions: Sequence[PlaceDecision]) -> None:
+    uow.add_bets([bet for decision in decisions for bet in decision.bets])
+    uow.post([d.transaction for d in decisions if d.transaction is not None])
+
+
+def _write_closing(uow: UnitOfWork, decision: CloseDecision) -> None:
+    uow.close_bets(decision.bets)
+    if decision.transaction is not None:
+        uow.post([decision.transaction])
+    for note in decision.notes:
+        # What the platform said of a bet that differs from the record: worth a look, not used.
+        log.warning("%s", note)
+
+
+@dataclass(frozen=True, slots=True)
+class RefundBets:
+    """Refund Bet and Refund Tournament: reverse each named bet's hold exactly once."""
+
+    items: Sequence[RefundItem]
+    reference: str
+    scale: Callable[[str], int]
+
+    @property
+    def size(self) -> int:
+        return len(self.items)
+
+    def apply(self, uow: UnitOfWork) -> ClosedBets:
+        closed: list[int] = []
+        unchanged: list[int] = []
+        for part, chunk in _chunks(self.items):
+            known = uow.get_bets([item.bet_uid for item in chunk])
+            key = f"refund:{self.reference}:{part or 0}"
+            decision = domain.refund_many(chunk, known, key, self.scale)
+            _write_closing(uow, decision)
+            closed += decision.answer.closed
+            unchanged += decision.answer.unchanged
+        return ClosedBets(closed, unchanged)
+
+
+@dataclass(frozen=True, slots=True)
+class SettleBets:
+    """Settle Bet: capture each hold and credit positive payouts, each bet exactly once."""
+
+    claims: Sequence[SettleClaim]
+    reference: str
+    scale: Callable[[str], int]
+
+    @property
+    def size(self) -> int:
+        return len(self.claims)
+
+    def apply(self, uow: UnitOfWork) -> ClosedBets:
+        closed: list[int] = []
+        unchanged: list[int] = []
+        for part, chunk in _chunks(self.claims):
+            known = uow.get_bets([claim.bet_uid for claim in chunk])
+            key = f"settle:{self.reference}:{part or 0}"
+            decision = domain.settle_many(chunk, known, key, self.scale)
+            _write_closing(uow, decision)
+            closed += decision.answer.closed
+            unchanged += decision.answer.unchanged
+        return ClosedBets(closed, unchanged)
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """A deposit or withdrawal; applies to ``True``, or ``False`` for an idempotent re-send."""
+
+    transaction: Transaction
+    size: int = 1
+
+    def apply(self, uow: UnitOfWork) -> bool:
+        reference = self.transaction.reference or ""
+        existing = None
+        for key in domain.movement_keys(reference):
+            existing = uow.get_transaction(key)
+            if existing is not None:
+                break
+        decided = domain.movement(self.transaction, existing)
+        if isinstance(decided, Replay):
+            return False
+        uow.post([decided])
+        return True
+
+
+# --- the adapters ------------------------------------------------------------------------------
+
+
+def _failed(error: BaseException) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_exception(error)
+    return future
+
+
+class DirectWriter:
+    """Each command in a unit of work of its own, re-run when it lost a race (the retry loop).
+
+    :meth:`run` applies in the caller's thread; :meth:`submit` on a pool of ``threads`` workers,
+    with at most ``max_queue`` commands waiting for one (more are refused with ``store.busy``).
+    """
+
+    def __init__(
+        self, store: Store, *, max_attempts: int = 8, threads: int = 16, max_queue: int = 10_000
+    ) -> None:
+        self.store = store
+        self.max_attempts = max_attempts
+        self.threads = threads
+        self.max_queue = max_queue
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending = 0
+        self._closed = False
+
+    def run(self, command: Command[R]) -> R:
+        with paused_gc(command.size):
+            for attempt in range(1, self.max_attempts + 1):
+                try:
+                    with self.store.unit_of_work() as uow:
+                        result = command.apply(uow)
+                        uow.commit()
+                        return result
+                except Retry as race:
+                    if attempt == self.max_attempts:
+                        raise StoreBusy(
+                            f"gave up after {attempt} attempts: {race.message}"
+                        ) from race
+                    # Jittered backoff so that racing writers do not collide again in lockstep.
+                    time.sleep(random.uniform(0, 0.005 * 2**attempt))
+        raise AssertionError("unreachable")
+
+    def submit(self, command: Command[R]) -> Future[R]:
+        with self._lock:
+            if self._closed:
+                return _failed(StoreUnavailable("the ledger is closed"))
+            if self._pending >= self.max_queue:
+                return _failed(StoreBusy(f"{self._pending} writes are waiting: re-send later"))
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ledger-writer")
+            self._pending += 1
+            future = self._pool.submit(self.run, command)
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, _: Future[Any]) -> None:
+        with self._lock:
+            self._pending -= 1
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            pool = self._pool
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+@dataclass(eq=False)
+class _Job(Generic[R]):
+    command: Command[R]
+    future: Future[R] = field(default_factory=Future)
+
+
+_STOP: Any = object()
+
+
+class GroupCommit:
+    """One writer thread applying queued commands in shared, savepointed transactions.
+
+    On a store that admits one writer at a time (SQLite) every command goes through the queue.
+    On one that admits many (Postgres) only Place Bets do; refunds, settles and movements go to
+    ``direct`` and keep their own connections, so that a huge settle never holds up entries.
+    A command that lost a race inside a batch is handed to ``direct``, whose retry loop runs it
+    again.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        direct: DirectWriter,
+        *,
+        max_batch: int = 512,
+        max_queue: int = 10_000,
+        max_wait: float = 10.0,
+    ) -> None:
+        self.store = store
+        self.direct = direct
+        self.max_batch = max_batch
+        self.max_queue = max_queue
+        self.max_wait = max_wait
+        self._queue: queue.SimpleQueue[_Job[Any]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._queued = 0  # submitted, not yet taken into a batch
+        self._batch_started: float | None = None  # while the writer applies a batch
+        self.batches = 0  # how many commits; with ``commands``, the average batch size
+        self.commands = 0
+
+    def _grouped(self, command: Command[Any]) -> bool:
+        return self.store.single_writer or isinstance(command, PlaceBets)
+
+    def submit(self, command: Command[R]) -> Future[R]:
+        if not self._grouped(command):
+            return self.direct.submit(command)
+        job: _Job[R] = _Job(command)
+        with self._lock:
+            refusal = self._refusal()
+            if refusal is not None:
+                return _failed(refusal)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="ledger-group-commit", daemon=True
+                )
+                self._thread.start()
+            self._queued += 1
+            self._queue.put(job)
+        return job.future
+
+    def _refusal(self) -> LedgerError | None:
+        # Bounded, so that an overload or a frozen database answers 503 at once (the platform
+        # re-sends later) instead of growing memory and outlasting the platform's timeout.
+        if self._closed:
+            return StoreUnavailable("the ledger is closed")
+        if self._queued >= self.max_queue:
+            return StoreBusy(f"{self._queued} writes are queued: re-send later")
+        started = self._batch_started
+        if self._queued and started is not None and time.monotonic() - started > self.max_wait:
+            return StoreBusy(
+                f"the writer has been busy on one batch for over {self.max_wait:g} s: re-send later"
+            )
+        return None
+
+    def run(self, command: Command[R]) -> R:
+        if not self._grouped(command):
+            return self.direct.run(command)
+        return self.submit(command).result()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+            if thread is not None:
+                self._queue.put(_STOP)
+        if thread is not None:
+            thread.join()
+        self.direct.close()
+
+    # --- the writer thread -----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        stopping = False
+        while not stopping:
+            batch = [self._queue.get()]
+            while len(batch) < self.max_batch:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            if _STOP in batch:
+                stopping = True
+                batch = [job for job in batch if job is not _STOP]
+            with self._lock:
+                self._queued -= len(batch)
+                self._batch_started = time.monotonic()
+            if batch:
+                self._commit(batch)
+            with self._lock:
+                self._batch_started = None
+
+    def _commit(self, batch: list[_Job[Any]]) -> None:
+        done: list[tuple[_Job[Any], Any]] = []
+        failed: list[tuple[_Job[Any], BaseException]] = []
+        raced: list[_Job[Any]] = []
+        try:
+            with self.store.unit_of_work() as uow:
+                for run in _runs(batch):
+                    if len(run) > 1 and self._apply_group(uow, run, done, failed):
+                        continue
+                    for job in run:
+                        self._apply_one(uow, job, done, failed, raced)
+                uow.commit()
+        except BaseException as error:
+            # The batch did not commit: nothing of it is durable, so every command that had not
+            # already failed on its own gets the (retryable) error instead.
+            reason: BaseException = error
+            if not isinstance(error, LedgerError):
+                log.exception("group commit failed")
+                reason = StoreUnavailable(f"the batch failed: {error!r}")
+            own = {id(job) for job, _ in failed}
+            failed.extend((job, reason) for job in batch if id(job) not in own)
+            done, raced = [], []
+        self.batches += 1
+        self.commands += len(batch)
+        for job, result in done:
+            if not job.future.done():  # a caller may have cancelled its wait
+                job.future.set_result(result)
+        for job, problem in failed:
+            if not job.future.done():
+                job.future.set_exception(problem)
+        for job in raced:
+            _chain(self.direct.submit(job.command), job.future)
+
+    @staticmethod
+    def _apply_group(
+        uow: UnitOfWork,
+        run: list[_Job[Any]],
+        done: list[tuple[_Job[Any], Any]],
+        failed: list[tuple[_Job[Any], BaseException]],
+    ) -> bool:
+        """Apply a run of Place Bets in one call; False (nothing written) if it raised."""
+        commands = [job.command for job in run if isinstance(job.command, PlaceBets)]
+        assert len(commands) == len(run), "only Place Bets form groups"
+        try:
+            with uow.savepoint(), paused_gc(sum(command.size for command in commands)):
+                outcomes = PlaceBets.apply_group(uow, commands)
+        except BaseException:  # noqa: BLE001 - each command is then applied alone, in order
+            log.debug("a group of %d failed as a whole; applying them one by one", len(run))
+            return False
+        for job, outcome in zip(run, outcomes, strict=True):
+            if isinstance(outcome, LedgerError):
+                failed.append((job, outcome))
+            else:
+                done.append((job, outcome))
+        return True
+
+    @staticmethod
+    def _apply_one(
+        uow: UnitOfWork,
+        job: _Job[Any],
+        done: list[tuple[_Job[Any], Any]],
+        failed: list[tuple[_Job[Any], BaseException]],
+        raced: list[_Job[Any]],
+    ) -> None:
+        try:
+            with uow.savepoint(), paused_gc(job.command.size):
+                done.append((job, job.command.apply(uow)))
+        except Retry:
+            # Another process won a race on a key: after this batch commits, the direct
+            # writer's retry loop runs it again, and it will see the winner's work.
+            raced.append(job)
+        except BaseException as error:  # noqa: BLE001 - handed to its own caller
+            failed.append((job, error))
+
+
+def _runs(batch: list[_Job[Any]]) -> list[list[_Job[Any]]]:
+    """Split a batch into runs of consecutive small Place Bets (other commands alone)."""
+    runs: list[list[_Job[Any]]] = []
+    for job in batch:
+        if runs and _groupable(job) and _groupable(runs[-1][0]):
+            runs[-1].append(job)
+        else:
+            runs.append([job])
+    return runs
+
+
+def _groupable(job: _Job[Any]) -> bool:
+    return isinstance(job.command, PlaceBets) and job.command.size <= CHUNK
+
+
+def _chain(source: Future[R], target: Future[R]) -> None:
+    def copy(finished: Future[R]) -> None:
+        if target.done():
+            return
+        error = finished.exception()
+        if error is not None:
+            target.set_exception(error)
+        else:
+            target.set_result(finished.result())
+
+    source.add_done_callback(copy)
