@@ -676,7 +676,7 @@ def test_duplicate_idempotency_key_is_refused_by_the_unique_key(book: ledger.Led
     funded(book)
     duplicate = (
         "INSERT INTO transactions (id, idempotency_key, kind, created_at) "
-        "VALUES (900003, 'deposit:seed-u1', 'deposit', CURRENT_TIMESTAMP)"
+        "VALUES (900003, 'movement:seed-u1', 'deposit', CURRENT_TIMESTAMP)"
     )
     with pytest.raises(DBAPIError):
         _execute_raw(book, duplicate)
@@ -718,3 +718,48 @@ def test_open_ledger_on_unmigrated_postgres_says_the_schema_is_not_ready(
     with pytest.raises(ledger.SchemaNotReady) as info:
         ledger.open_ledger(postgres_url)
     assert info.value.status == 503
+
+
+# --- one namespace of movement references; what a refund or settle says is compared ------------
+
+
+def test_a_deposit_reference_cannot_be_reused_by_a_withdrawal(book: ledger.Ledger) -> None:
+    book.deposit("u1", "EUR", "10.00", reference="ref-1")
+    with raises_key("reference.conflict"):
+        book.withdraw("u1", "EUR", "10.00", reference="ref-1")
+    assert balance(book, "u1") == (Decimal("10.00"), Decimal("0.00"))
+    # The same movement again is still a replay, applied once.
+    assert book.deposit("u1", "EUR", "10.00", reference="ref-1").applied is False
+    assert book.check().ok
+
+
+def test_disagreeing_refund_amounts_and_echoed_secrets_are_logged_with_the_bet_uid(
+    book: ledger.Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    funded(book)
+    book.place_bets(P.place(P.entry(1)))
+    refund = P.refund(7, 1)
+    refund["pools"][0]["bets"][0]["bet"].update(
+        {"amount": "9.00", "rake": "1.00", "secrets": {"ledger_ref": "not-ours"}}
+    )
+    with caplog.at_level("WARNING", logger="ledger.writer"):
+        book.refund(refund)
+    notes = [record.getMessage() for record in caplog.records if record.name == "ledger.writer"]
+    assert notes == [
+        "bet 1: the secrets echoed differ from those returned at placement",
+        "bet 1: the refund's amount 9.00 differs from the recorded 10.00 EUR",
+    ]
+    # Logged, never used: the refund returned exactly what was held.
+    assert balance(book, "u1") == (Decimal("100.00"), Decimal("0.00"))
+
+
+def test_settle_echoing_the_placement_secrets_logs_nothing(
+    book: ledger.Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    funded(book)
+    secrets = book.place_bets(P.place(P.entry(1))).secrets
+    settle = P.settle(7, (1, "5.00"))
+    settle["pools"][0]["bets"][0]["bet"]["secrets"] = secrets
+    with caplog.at_level("WARNING", logger="ledger.writer"):
+        book.settle(settle)
+    assert not [record for record in caplog.records if record.name == "ledger.writer"]

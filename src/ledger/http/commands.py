@@ -143,8 +143,9 @@ def serve(
         log_config=None,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
-        # A delivery in flight may take a while (a large settle); give it time to finish.
-        timeout_graceful_shutdown=30,
+        # SIGTERM: stop accepting, let deliveries in flight finish and be answered (a large
+        # settle may take a while), then exit; bounded by LEDGER_SHUTDOWN_TIMEOUT.
+        timeout_graceful_shutdown=settings.shutdown_timeout,
     )
     if banner:
         click.echo(banner)

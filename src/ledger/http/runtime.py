@@ -33,6 +33,9 @@ T = TypeVar("T")
 
 # Callbacks time out after 2 or 5 minutes on the platform side; the top buckets show how close
 # to that a slow delivery came.
+# Seconds the shutdown waits for the writer to finish work nobody is waiting for any more.
+CLOSE_TIMEOUT = 5.0
+
 # Seconds during which a failed attempt to open the database is answered from memory.
 REOPEN_AFTER = 1.0
 
@@ -105,7 +108,13 @@ class Runtime:
         with self._lock:
             ledger, self._ledger = self._ledger, None
         if ledger is not None and self._owns_ledger:
-            await anyio.to_thread.run_sync(ledger.close)
+            # Every answered delivery is committed already; what is still queued was abandoned
+            # by its caller (a deadline) and is finished here if it can be, within a bound, so
+            # that a frozen database cannot keep the process from exiting.
+            with anyio.move_on_after(CLOSE_TIMEOUT):
+                await anyio.to_thread.run_sync(ledger.close, abandon_on_cancel=True)
+                return
+            log.warning("the ledger did not close within %g s; exiting anyway", CLOSE_TIMEOUT)
 
     def opened(self) -> Ledger | None:
         """The ledger if it is open already (never blocks), else ``None``."""
