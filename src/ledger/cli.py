@@ -226,7 +226,7 @@ def check(db: str, as_json: bool) -> None:
 
 
 # Server and conformance-kit commands live with their packages; each exposes COMMANDS.
-for _module in ("ledger.http.commands", "ledger.validator.commands"):
+for _module in ("ledger.http.serve", "ledger.kit.commands"):
     try:
         _commands = importlib.import_module(_module).COMMANDS
     except ModuleNotFoundError as _missing:  # pragma: no cover - only while a package is absent
