@@ -20,8 +20,10 @@ from dataclasses import replace
 from typing import Any
 
 import click
+import uvicorn
 
 from ..settings import Settings, SettingsError
+from .app import create_app
 from .auth import mint_token
 
 __all__ = ["COMMANDS", "serve", "token"]
@@ -57,8 +59,6 @@ def _configure_logging(level: str) -> None:
 
 
 def _uvicorn_config(app: Any, settings: Settings, **options: Any) -> Any:
-    import uvicorn
-
     minimum = (
         ssl.TLSVersion.TLSv1_3 if settings.tls_min_version == "1.3" else ssl.TLSVersion.TLSv1_2
     )
@@ -123,8 +123,6 @@ def serve(
             )
         settings, banner = _development(settings, f"{scheme}://{_url_host(host)}:{port}")
 
-    from .app import create_app
-
     _configure_logging(settings.log_level)
     config = _uvicorn_config(
         create_app(settings),
@@ -148,8 +146,6 @@ def serve(
     )
     if banner:
         click.echo(banner)
-    import uvicorn
-
     uvicorn.Server(config).run()
 
 
