@@ -15,7 +15,6 @@ import jwt
 import pytest
 
 from ledger.errors import LedgerError
-from ledger.kit.platform import sign_jwt
 from ledger.kit.ticket_api import ServerThread, TicketStore, create_ticket_app
 from ledger.kit.tickets import (
     TicketClient,
@@ -26,6 +25,7 @@ from ledger.kit.tickets import (
     TicketUnauthorized,
     TicketUnavailable,
 )
+from ledger.tokens import sign_token
 
 SECRET = "ticket-secret-" + "0123456789abcdef" * 3
 CLIENT = "acme"
@@ -130,7 +130,7 @@ def test_a_bad_create_is_refused_with_422_message_and_error(
     }
     ticket.update(change)
     ticket = {key: value for key, value in ticket.items() if value is not None}
-    headers = {"authorization": f"Bearer {CLIENT} {sign_jwt(SECRET, role='admin')}"}
+    headers = {"authorization": f"Bearer {CLIENT} {sign_token(SECRET, role='admin')}"}
 
     response = httpx.post(
         f"{server.url}/tournament_tickets", json={"tournamentTicket": ticket}, headers=headers
@@ -253,7 +253,7 @@ def test_null_fields_are_omitted_from_ticket_objects(
     client: TicketClient, server: ServerThread
 ) -> None:
     [ticket_id] = create(client)  # no tournament, season, comment; unused
-    headers = {"authorization": f"Bearer {CLIENT} {sign_jwt(SECRET, role='admin')}"}
+    headers = {"authorization": f"Bearer {CLIENT} {sign_token(SECRET, role='admin')}"}
 
     raw = httpx.get(f"{server.url}/tournament_tickets", headers=headers).json()
     [listed] = raw["tournamentTickets"]
@@ -320,7 +320,7 @@ def test_a_token_signed_with_another_secret_is_refused_with_401(server: ServerTh
 
 
 def test_another_client_name_or_a_user_role_is_refused_with_403(server: ServerThread) -> None:
-    user_token = sign_jwt(SECRET, role="user")
+    user_token = sign_token(SECRET, role="user")
     with (
         TicketClient(server.url, client_name="other", secret=SECRET) as other,
         TicketClient(server.url, client_name=CLIENT, token=user_token) as user,

@@ -19,10 +19,11 @@ import pytest
 
 import ledger
 from ledger.kit.admin_client import Operator
-from ledger.kit.platform import Callback, Delivery, Platform, dumps, sign_jwt
+from ledger.kit.platform import CallbackEvent, Delivery, Platform, dumps
 from ledger.kit.scenarios import Report, Validator, is_error_key
 from ledger.kit.ticket_api import ServerThread
 from ledger.kit.token import check_token
+from ledger.tokens import sign_token
 from support.httpkit import CLIENT, OPERATOR, SECRET, ledger_command, run_server
 from support.validator_wallets import OPERATOR_TOKEN, Bugs, Wallet, create_wallet_app
 
@@ -42,12 +43,12 @@ def test_every_callback_carries_the_contract_headers_and_event() -> None:
         secret=SECRET,
         transport=httpx.MockTransport(answer),
     ) as platform:
-        for event in Callback:
+        for event in CallbackEvent:
             platform.deliver(event, {"pools": []})
 
     paths = [request.url.path for request in seen]
     assert paths == ["/base/bets", "/base/bets/cancel", "/base/bets/cancel", "/base/winners"]
-    for event, request in zip(Callback, seen, strict=True):
+    for event, request in zip(CallbackEvent, seen, strict=True):
         assert request.headers["content-type"] == "application/json"
         assert request.headers["accept"] == "application/json"
         assert request.headers["x-callback-event"] == event.value
@@ -57,7 +58,7 @@ def test_every_callback_carries_the_contract_headers_and_event() -> None:
         assert jwt.get_unverified_header(token)["alg"] == "HS256"
         claims = jwt.decode(token, SECRET, algorithms=["HS256"])
         assert claims["exp"] > claims["iat"]
-        assert claims["role"] == ("user" if event is Callback.PLACE_BET else "admin")
+        assert claims["role"] == ("user" if event is CallbackEvent.PLACE_BET else "admin")
         assert claims["sub"]
 
 
@@ -89,7 +90,7 @@ def test_a_delivery_passes_by_the_rules_of_contract_7_1(
         data = json.loads(body) if body else None
     except ValueError:
         data = None
-    delivery = Delivery(Callback.SETTLE_BET, "id", status, body, 0.0, None, data)
+    delivery = Delivery(CallbackEvent.SETTLE_BET, "id", status, body, 0.0, None, data)
 
     assert delivery.passed is passed
     assert delivery.outcome_unknown is (status is None or status >= 500)
@@ -129,54 +130,54 @@ def failed(token: str, **options: Any) -> set[str]:
 
 
 def test_a_valid_admin_or_user_token_passes_every_check() -> None:
-    assert failed(sign_jwt(SECRET, role="admin", sub="42")) == set()
-    assert failed(sign_jwt(SECRET, role="user", sub=None)) == set()
-    assert failed(f"Bearer {CLIENT} {sign_jwt(SECRET)}", client_name=CLIENT) == set()
+    assert failed(sign_token(SECRET, role="admin", subject="42")) == set()
+    assert failed(sign_token(SECRET, role="user", subject=None)) == set()
+    assert failed(f"Bearer {CLIENT} {sign_token(SECRET)}", client_name=CLIENT) == set()
 
 
 def test_token_check_refuses_the_none_algorithm() -> None:
-    assert "algorithm" in failed(sign_jwt(SECRET, algorithm="none"))
+    assert "algorithm" in failed(sign_token(SECRET, algorithm="none"))
 
 
 def test_token_check_refuses_an_unlisted_algorithm() -> None:
-    token = sign_jwt(SECRET, algorithm="HS512")
+    token = sign_token(SECRET, algorithm="HS512")
 
     assert "algorithm" in failed(token)
     assert failed(token, algorithms=["HS256", "HS512"]) == set()
 
 
 def test_token_check_refuses_another_secret() -> None:
-    assert "signature" in failed(sign_jwt("another-" + SECRET))
+    assert "signature" in failed(sign_token("another-" + SECRET))
 
 
 def test_token_check_refuses_an_expired_token_or_one_without_exp() -> None:
     no_exp = jwt.encode({"role": "admin", "sub": "1"}, SECRET, algorithm="HS256")
 
-    assert failed(sign_jwt(SECRET, ttl=-60)) == {"expiry"}
+    assert failed(sign_token(SECRET, ttl=-60)) == {"expiry"}
     assert failed(no_exp) == {"expiry"}
 
 
 def test_token_check_requires_a_role_and_an_admin_subject() -> None:
-    assert failed(sign_jwt(SECRET, role=None)) == {"claims"}
-    assert failed(sign_jwt(SECRET, role="admin", sub=None)) == {"claims"}
-    assert failed(sign_jwt(SECRET, role="admin", sub=None, claims={"id": 7})) == set()
-    assert failed(sign_jwt(SECRET, role="admin", sub=None, claims={"uid": "op-1"})) == set()
+    assert failed(sign_token(SECRET, role=None)) == {"claims"}
+    assert failed(sign_token(SECRET, role="admin", subject=None)) == {"claims"}
+    assert failed(sign_token(SECRET, role="admin", subject=None, claims={"id": 7})) == set()
+    assert failed(sign_token(SECRET, role="admin", subject=None, claims={"uid": "op-1"})) == set()
 
 
 def test_token_check_refuses_garbage_and_a_wrong_client_name() -> None:
     assert failed("not-a-jwt") >= {"format", "signature"}
-    assert "client" in failed(f"Bearer other {sign_jwt(SECRET)}", client_name=CLIENT)
+    assert "client" in failed(f"Bearer other {sign_token(SECRET)}", client_name=CLIENT)
 
 
 def test_validate_token_command_exits_0_only_for_a_valid_token() -> None:
     good = subprocess.run(
-        [*ledger_command(), "validate-token", sign_jwt(SECRET, sub="7"), "--secret", SECRET],
+        [*ledger_command(), "validate-token", sign_token(SECRET, subject="7"), "--secret", SECRET],
         capture_output=True,
         text=True,
         timeout=60,
     )
     bad = subprocess.run(
-        [*ledger_command(), "validate-token", sign_jwt(SECRET, ttl=-5), "--secret", SECRET],
+        [*ledger_command(), "validate-token", sign_token(SECRET, ttl=-5), "--secret", SECRET],
         capture_output=True,
         text=True,
         timeout=60,

@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
-from .platform import Callback, Delivery, Paths, Platform, sign_jwt, sign_ticket
+from .platform import CallbackEvent, Delivery, Paths, Platform, sign_ticket
 from .scenarios import CheckResult, Report, Validator
 from .simulator import SimulationConfig, SimulationReport, Simulator
 from .token import TokenCheck, check_token
 
 __all__ = [
-    "Callback",
+    "CallbackEvent",
     "CheckResult",
     "Delivery",
     "Paths",
@@ -29,6 +29,5 @@ __all__ = [
     "TokenCheck",
     "Validator",
     "check_token",
-    "sign_jwt",
     "sign_ticket",
 ]

@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 
 import click
 
+from ..contract import EVENTS
 from .admin_client import Operator
-from .platform import Callback, Paths, Platform
+from .platform import Paths, Platform
 from .scenarios import CheckResult, Validator
 from .simulator import SimulationConfig, Simulator
 from .ticket_api import ServerThread, TicketStore, create_ticket_app
@@ -90,7 +91,7 @@ def validate(
     Each check prints PASS or FAIL with the endpoint's actual status and body. Exit status 0 only
     when every check passes.
     """
-    timeouts = dict.fromkeys(Callback, timeout) if timeout is not None else None
+    timeouts = dict.fromkeys(EVENTS, timeout) if timeout is not None else None
     platform = Platform(
         url,
         client_name=client_name,

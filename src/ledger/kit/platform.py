@@ -18,37 +18,28 @@ from enum import StrEnum
 from typing import Any, Final
 
 import httpx
-import jwt
+
+from .. import contract
+from ..tokens import sign_token
 
 __all__ = [
     "DEFAULT_PATHS",
-    "TIMEOUTS",
-    "Callback",
+    "CallbackEvent",
     "Delivery",
     "Paths",
     "Platform",
     "dumps",
-    "sign_jwt",
     "sign_ticket",
 ]
 
 
-class Callback(StrEnum):
+class CallbackEvent(StrEnum):
     """The four callbacks, named by the ``X-Callback-Event`` value they carry (contract 6)."""
 
-    PLACE_BET = "create:fantasy_team"
-    REFUND_BET = "destroy:fantasy_team"
-    REFUND_TOURNAMENT = "cancel:tournament"
-    SETTLE_BET = "winners:tournament"
-
-
-# Contract section 8: the platform gives up on a delivery after these many seconds.
-TIMEOUTS: Final[Mapping[Callback, float]] = {
-    Callback.PLACE_BET: 120.0,
-    Callback.REFUND_BET: 120.0,
-    Callback.REFUND_TOURNAMENT: 300.0,
-    Callback.SETTLE_BET: 300.0,
-}
+    PLACE_BET = contract.PLACE_BET
+    REFUND_BET = contract.REFUND_BET
+    REFUND_TOURNAMENT = contract.REFUND_TOURNAMENT
+    SETTLE_BET = contract.SETTLE_BET
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,44 +52,16 @@ class Paths:
     refund_tournament: str = "/bets/cancel"
     settle_bet: str = "/winners"
 
-    def of(self, event: Callback) -> str:
+    def of(self, event: CallbackEvent) -> str:
         return {
-            Callback.PLACE_BET: self.place_bet,
-            Callback.REFUND_BET: self.refund_bet,
-            Callback.REFUND_TOURNAMENT: self.refund_tournament,
-            Callback.SETTLE_BET: self.settle_bet,
+            CallbackEvent.PLACE_BET: self.place_bet,
+            CallbackEvent.REFUND_BET: self.refund_bet,
+            CallbackEvent.REFUND_TOURNAMENT: self.refund_tournament,
+            CallbackEvent.SETTLE_BET: self.settle_bet,
         }[event]
 
 
 DEFAULT_PATHS: Final = Paths()
-
-
-def sign_jwt(
-    secret: str,
-    *,
-    role: str | None = "admin",
-    sub: str | int | None = "platform",
-    ttl: float = 300.0,
-    algorithm: str = "HS256",
-    claims: Mapping[str, Any] | None = None,
-    now: float | None = None,
-) -> str:
-    """A platform token: HS256 over the shared secret with ``exp``, ``iat``, ``role`` and ``sub``.
-
-    ``role=None`` or ``sub=None`` leave the claim out (the validator's negative token checks need
-    that); a negative ``ttl`` gives an already expired token. ``algorithm="none"`` yields an
-    unsigned token, which a wallet must refuse.
-    """
-    issued = int(now if now is not None else time.time())
-    payload: dict[str, Any] = {"iat": issued, "exp": issued + int(ttl), "jti": uuid.uuid4().hex}
-    if role is not None:
-        payload["role"] = role
-    if sub is not None:
-        payload["sub"] = str(sub)
-    payload.update(claims or {})
-    if algorithm == "none":
-        return jwt.encode(payload, "", algorithm="none")
-    return jwt.encode(payload, secret, algorithm=algorithm)
 
 
 def sign_ticket(
@@ -129,7 +92,7 @@ def sign_ticket(
         claims["tournamentId"] = tournament_id
     if season_id is not None:
         claims["seasonId"] = season_id
-    return sign_jwt(secret, role="ticket", sub=user, ttl=ttl, claims=claims, now=now)
+    return sign_token(secret, role="ticket", subject=user, ttl=ttl, claims=claims, now=now)
 
 
 def _encode(value: Any, out: list[str]) -> None:
@@ -175,7 +138,7 @@ def dumps(payload: Any) -> str:
 class Delivery:
     """One callback delivery and what came back, judged by contract section 7.1."""
 
-    event: Callback
+    event: CallbackEvent
     request_id: str
     status: int | None
     body: str
@@ -225,7 +188,7 @@ class Platform:
         client_name: str,
         secret: str,
         paths: Paths = DEFAULT_PATHS,
-        timeouts: Mapping[Callback, float] | None = None,
+        timeouts: Mapping[str, float] | None = None,
         transport: httpx.BaseTransport | None = None,
         verify: bool = True,
     ) -> None:
@@ -233,7 +196,8 @@ class Platform:
         self.client_name = client_name
         self.secret = secret
         self.paths = paths
-        self.timeouts = dict(TIMEOUTS if timeouts is None else timeouts)
+        # By default the platform's own (contract section 8): it gives up after these.
+        self.timeouts = dict(contract.PLATFORM_TIMEOUTS if timeouts is None else timeouts)
         self._http = httpx.Client(
             transport=transport,
             verify=verify,
@@ -249,15 +213,15 @@ class Platform:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def authorization(self, event: Callback, *, role: str | None = None) -> str:
+    def authorization(self, event: CallbackEvent, *, role: str | None = None) -> str:
         """``Bearer <client_name> <JWT>``; Place Bet uses a user token, the others admin."""
         if role is None:
-            role = "user" if event is Callback.PLACE_BET else "admin"
-        return f"Bearer {self.client_name} {sign_jwt(self.secret, role=role)}"
+            role = "user" if event is CallbackEvent.PLACE_BET else "admin"
+        return f"Bearer {self.client_name} {sign_token(self.secret, role=role)}"
 
     def deliver(
         self,
-        event: Callback,
+        event: CallbackEvent,
         payload: Any,
         *,
         authorization: str | object | None = _USE_SIGNED,

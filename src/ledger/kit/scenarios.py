@@ -23,10 +23,11 @@ from decimal import Decimal
 from typing import Any, Final
 
 from ..errors import LedgerError
+from ..tokens import sign_token
 from . import payloads
 from .admin_client import Books, Operator
 from .payloads import Entry, Player, Result, Tournament
-from .platform import Callback, Delivery, Platform, sign_jwt, sign_ticket
+from .platform import CallbackEvent, Delivery, Platform, sign_ticket
 
 __all__ = ["CheckResult", "Report", "Validator", "is_error_key"]
 
@@ -147,7 +148,7 @@ class _Check:
         self.result = result
         self.validator = validator
 
-    def send(self, label: str, event: Callback, payload: Any, **options: Any) -> Delivery:
+    def send(self, label: str, event: CallbackEvent, payload: Any, **options: Any) -> Delivery:
         delivery = self.validator.platform.deliver(event, payload, **options)
         self.result.deliveries.append((label, delivery))
         return delivery
@@ -335,7 +336,7 @@ class Validator:
         t1 = self._tournament("Cup")
         a, b, c = self._entry(t1), self._entry(t1), self._entry(t1)
         self.check_place_bet(a)
-        self.check_resend(Callback.PLACE_BET, "resend.place_bet", self._place([a]))
+        self.check_resend(CallbackEvent.PLACE_BET, "resend.place_bet", self._place([a]))
         self.check_conflicting_duplicate(t1)
         self.check_second_entries(b, c)
         self.check_refund_bet(t1, c)
@@ -355,7 +356,7 @@ class Validator:
     def _reachable(self) -> bool:
         # One refused connection would fail every check the same way: say it once instead. An
         # empty Place Bet is harmless; any answer at all means the wallet is there.
-        delivery = self.platform.deliver(Callback.PLACE_BET, {"bets": []})
+        delivery = self.platform.deliver(CallbackEvent.PLACE_BET, {"bets": []})
         if delivery.status is not None:
             return True
         result = CheckResult("connection", "the wallet accepts connections")
@@ -385,12 +386,12 @@ class Validator:
         with self._check(
             "place_bet", "Place Bet: a paid entry answers 200 after debiting amount + rake"
         ) as check:
-            delivery = check.send("place", Callback.PLACE_BET, self._place([entry]))
+            delivery = check.send("place", CallbackEvent.PLACE_BET, self._place([entry]))
             check.expect_pass("place", delivery)
             self._keep_secrets(delivery, [entry])
             check.books(-entry.total, entry.total)
 
-    def check_resend(self, event: Callback, name: str, payload: Any) -> None:
+    def check_resend(self, event: CallbackEvent, name: str, payload: Any) -> None:
         with self._check(
             name, "an identical re-send answers 200 and moves no money (contract 4.3, item 8)"
         ) as check:
@@ -405,7 +406,7 @@ class Validator:
             "is not processed again (200 or 409) and moves no money",
         ) as check:
             entry = self._entry(tournament)
-            placed = check.send("place", Callback.PLACE_BET, self._place([entry]))
+            placed = check.send("place", CallbackEvent.PLACE_BET, self._place([entry]))
             check.expect_pass("place", placed)
             self._keep_secrets(placed, [entry])
             check.books(-entry.total, entry.total)
@@ -417,7 +418,7 @@ class Validator:
                 }
             )
             duplicate = check.send(
-                "conflicting re-send", Callback.PLACE_BET, self._place([changed])
+                "conflicting re-send", CallbackEvent.PLACE_BET, self._place([changed])
             )
             if not (duplicate.passed or duplicate.status == 409):
                 check.problem(
@@ -425,7 +426,7 @@ class Validator:
                 )
             check.books(D(0), D(0))
             refund = check.send(
-                "clean-up refund", Callback.REFUND_BET, self._refund(tournament, [entry])
+                "clean-up refund", CallbackEvent.REFUND_BET, self._refund(tournament, [entry])
             )
             check.expect_pass("clean-up refund", refund)
             check.books(entry.total, -entry.total)
@@ -437,7 +438,7 @@ class Validator:
             "(the zero-payout participant and the one to refund)",
         ) as check:
             for label, entry in (("place", loser), ("place", refunded)):
-                delivery = check.send(label, Callback.PLACE_BET, self._place([entry]))
+                delivery = check.send(label, CallbackEvent.PLACE_BET, self._place([entry]))
                 check.expect_pass(label, delivery)
                 self._keep_secrets(delivery, [entry])
             total = loser.total + refunded.total
@@ -448,10 +449,10 @@ class Validator:
         with self._check(
             "refund_bet", "Refund Bet answers 200 after crediting amount + rake"
         ) as check:
-            delivery = check.send("refund", Callback.REFUND_BET, payload)
+            delivery = check.send("refund", CallbackEvent.REFUND_BET, payload)
             check.expect_pass("refund", delivery)
             check.books(entry.total, -entry.total)
-        self.check_resend(Callback.REFUND_BET, "resend.refund_bet", payload)
+        self.check_resend(CallbackEvent.REFUND_BET, "resend.refund_bet", payload)
 
     def check_settle(self, tournament: Tournament, *, winner: Entry, loser: Entry) -> None:
         payout = D("25.00")
@@ -462,10 +463,10 @@ class Validator:
             "settle_bet",
             "Settle answers 200 after crediting the winner's payout and nothing to the zero payout",
         ) as check:
-            delivery = check.send("settle", Callback.SETTLE_BET, payload)
+            delivery = check.send("settle", CallbackEvent.SETTLE_BET, payload)
             check.expect_pass("settle", delivery)
             check.books(payout, -(winner.total + loser.total))
-        self.check_resend(Callback.SETTLE_BET, "resend.settle_bet", payload)
+        self.check_resend(CallbackEvent.SETTLE_BET, "resend.settle_bet", payload)
 
     def check_refund_tournament(self) -> None:
         tournament = self._tournament("Cancelled")
@@ -475,7 +476,7 @@ class Validator:
             "place_bet.multi_entry",
             "one Place Bet with two entries answers 200 after debiting both",
         ) as check:
-            delivery = check.send("place", Callback.PLACE_BET, self._place(entries))
+            delivery = check.send("place", CallbackEvent.PLACE_BET, self._place(entries))
             check.expect_pass("place", delivery)
             self._keep_secrets(delivery, entries)
             check.books(-total, total)
@@ -484,10 +485,10 @@ class Validator:
             "refund_tournament",
             "Refund Tournament answers 200 after refunding every bet exactly once",
         ) as check:
-            delivery = check.send("refund", Callback.REFUND_TOURNAMENT, payload)
+            delivery = check.send("refund", CallbackEvent.REFUND_TOURNAMENT, payload)
             check.expect_pass("refund", delivery)
             check.books(total, -total)
-        self.check_resend(Callback.REFUND_TOURNAMENT, "resend.refund_tournament", payload)
+        self.check_resend(CallbackEvent.REFUND_TOURNAMENT, "resend.refund_tournament", payload)
 
     def check_free_to_play(self) -> None:
         tournament = self._tournament("Freeroll", buy_in=D("0.0"), rake=D("0.0"))
@@ -497,10 +498,10 @@ class Validator:
             "place_bet.free_to_play",
             "a free-to-play entry (amount, base_amount, rake 0.0) answers 200 with no debit",
         ) as check:
-            delivery = check.send("place", Callback.PLACE_BET, payload)
+            delivery = check.send("place", CallbackEvent.PLACE_BET, payload)
             check.expect_pass("place", delivery)
             check.books(D(0), D(0))
-        self.check_resend(Callback.PLACE_BET, "resend.free_to_play", payload)
+        self.check_resend(CallbackEvent.PLACE_BET, "resend.free_to_play", payload)
 
     def check_unfunded_user(self) -> None:
         tournament = self._tournament("Unfunded")
@@ -511,7 +512,7 @@ class Validator:
             "or dotted error key (contract 4.3, item 8)",
         ) as check:
             before = self._unfunded_books()
-            delivery = check.send("place", Callback.PLACE_BET, self._place([entry]))
+            delivery = check.send("place", CallbackEvent.PLACE_BET, self._place([entry]))
             if check.expect_rejected("place", delivery, (402,)) and not is_error_key(
                 delivery.error_key
             ):
@@ -541,14 +542,14 @@ class Validator:
                 too_much = self.operator.balance(self.player.uid, self.currency).available + 1
             unaffordable = self._entry(tournament, amount=too_much, rake=D("0.00"))
             delivery = check.send(
-                "place", Callback.PLACE_BET, self._place([affordable, unaffordable])
+                "place", CallbackEvent.PLACE_BET, self._place([affordable, unaffordable])
             )
             check.expect_rejected("place", delivery)
             check.books(D(0), D(0))
             # Black-box proof that the affordable entry was not kept: refunding it must fail.
             probe = check.send(
                 "probe: refund the affordable entry",
-                Callback.REFUND_BET,
+                CallbackEvent.REFUND_BET,
                 self._refund(tournament, [affordable]),
             )
             if probe.passed:
@@ -567,13 +568,13 @@ class Validator:
             "all_or_nothing.refund_bet",
             "a refund naming one unknown bet is refused whole: 4xx, nothing refunded",
         ) as check:
-            placed = check.send("place", Callback.PLACE_BET, self._place([entry]))
+            placed = check.send("place", CallbackEvent.PLACE_BET, self._place([entry]))
             check.expect_pass("place", placed)
             self._keep_secrets(placed, [entry])
             check.books(-entry.total, entry.total)
             refund = check.send(
                 "refund with an unknown bet",
-                Callback.REFUND_BET,
+                CallbackEvent.REFUND_BET,
                 self._refund(tournament, [entry, ghost]),
             )
             check.expect_rejected("refund with an unknown bet", refund)
@@ -581,7 +582,7 @@ class Validator:
             # The known bet must still be open: settling it (zero payout) has to succeed.
             probe = check.send(
                 "probe: settle the known bet",
-                Callback.SETTLE_BET,
+                CallbackEvent.SETTLE_BET,
                 self._settle(tournament, [self._result(entry, D("0.00"), 1)]),
             )
             if not probe.passed:
@@ -600,13 +601,13 @@ class Validator:
             "all_or_nothing.settle_bet",
             "a settle naming one unknown bet is refused whole: 4xx, nothing paid",
         ) as check:
-            placed = check.send("place", Callback.PLACE_BET, self._place([entry]))
+            placed = check.send("place", CallbackEvent.PLACE_BET, self._place([entry]))
             check.expect_pass("place", placed)
             self._keep_secrets(placed, [entry])
             check.books(-entry.total, entry.total)
             settle = check.send(
                 "settle with an unknown bet",
-                Callback.SETTLE_BET,
+                CallbackEvent.SETTLE_BET,
                 self._settle(
                     tournament, [self._result(entry, payout, 1), self._result(ghost, D("0.00"), 2)]
                 ),
@@ -616,7 +617,7 @@ class Validator:
             # The known bet must still be open: refunding it has to succeed.
             probe = check.send(
                 "probe: refund the known bet",
-                Callback.REFUND_BET,
+                CallbackEvent.REFUND_BET,
                 self._refund(tournament, [entry]),
             )
             if not probe.passed:
@@ -635,14 +636,16 @@ class Validator:
             "and Settle are ignored (contract 2.1)",
         ) as check:
             placed = check.send(
-                "place", Callback.PLACE_BET, _with_unknown_fields(self._place([refunded, settled]))
+                "place",
+                CallbackEvent.PLACE_BET,
+                _with_unknown_fields(self._place([refunded, settled])),
             )
             check.expect_pass("place", placed)
             self._keep_secrets(placed, [refunded, settled])
             check.books(-(refunded.total + settled.total), refunded.total + settled.total)
             refund = check.send(
                 "refund",
-                Callback.REFUND_BET,
+                CallbackEvent.REFUND_BET,
                 _with_unknown_fields(self._refund(tournament, [refunded])),
             )
             check.expect_pass("refund", refund)
@@ -650,7 +653,7 @@ class Validator:
             payout = D("3.00")
             settle = check.send(
                 "settle",
-                Callback.SETTLE_BET,
+                CallbackEvent.SETTLE_BET,
                 _with_unknown_fields(self._settle(tournament, [self._result(settled, payout, 1)])),
             )
             check.expect_pass("settle", settle)
@@ -663,7 +666,7 @@ class Validator:
         with self._check(
             "place_bet.ticket", "an entry paid by a ticket answers 200 and debits the user nothing"
         ) as check:
-            delivery = check.send("place", Callback.PLACE_BET, self._place([ticketed]))
+            delivery = check.send("place", CallbackEvent.PLACE_BET, self._place([ticketed]))
             check.expect_pass("place", delivery)
             self._keep_secrets(delivery, [ticketed])
             # Our ledger holds a ticket entry's value for the user, funded by the house
@@ -675,7 +678,9 @@ class Validator:
             "a mixed-payout settle credits the cash prize only; "
             "ticket and manual prizes pay 0.00 (contract 2.5, item 5)",
         ) as check:
-            delivery = check.send("place", Callback.PLACE_BET, self._place([winner, qualifier]))
+            delivery = check.send(
+                "place", CallbackEvent.PLACE_BET, self._place([winner, qualifier])
+            )
             check.expect_pass("place", delivery)
             self._keep_secrets(delivery, [winner, qualifier])
             check.books(-(winner.total + qualifier.total), winner.total + qualifier.total)
@@ -694,11 +699,13 @@ class Validator:
                 ),
                 self._result(ticketed, D("0.00"), 3, payout_text="Team jersey (manual prize)"),
             ]
-            settle = check.send("settle", Callback.SETTLE_BET, self._settle(tournament, results))
+            settle = check.send(
+                "settle", CallbackEvent.SETTLE_BET, self._settle(tournament, results)
+            )
             check.expect_pass("settle", settle)
             check.books(payout, -(winner.total + qualifier.total + ticketed.total))
 
-    def _deliver_retrying(self, event: Callback, payload: Any, attempts: int = 4) -> Delivery:
+    def _deliver_retrying(self, event: CallbackEvent, payload: Any, attempts: int = 4) -> Delivery:
         # Like the platform: a 5xx or timeout means "outcome unknown", so the same payload goes
         # out again; a 4xx or 2xx is final.
         delivery = self.platform.deliver(event, payload)
@@ -708,7 +715,7 @@ class Validator:
             delivery = self.platform.deliver(event, payload)
         return delivery
 
-    def _concurrently(self, event: Callback, payload: Any) -> list[Delivery]:
+    def _concurrently(self, event: CallbackEvent, payload: Any) -> list[Delivery]:
         barrier = threading.Barrier(self.concurrency, timeout=30)
 
         def send(_: int) -> Delivery:
@@ -727,7 +734,7 @@ class Validator:
             "Place Bet all answer 200 and debit once",
         ) as check:
             for index, delivery in enumerate(
-                self._concurrently(Callback.PLACE_BET, self._place([entry]))
+                self._concurrently(CallbackEvent.PLACE_BET, self._place([entry]))
             ):
                 check.result.deliveries.append((f"copy {index + 1}", delivery))
                 check.expect_pass(f"copy {index + 1}", delivery)
@@ -738,7 +745,7 @@ class Validator:
             f"{self.concurrency} simultaneous copies of one Settle all answer 200 and pay once",
         ) as check:
             payload = self._settle(tournament, [self._result(entry, payout, 1)])
-            for index, delivery in enumerate(self._concurrently(Callback.SETTLE_BET, payload)):
+            for index, delivery in enumerate(self._concurrently(CallbackEvent.SETTLE_BET, payload)):
                 check.result.deliveries.append((f"copy {index + 1}", delivery))
                 check.expect_pass(f"copy {index + 1}", delivery)
             check.books(payout, -entry.total)
@@ -754,23 +761,23 @@ class Validator:
             (
                 "auth.wrong_secret",
                 "a token signed with another secret",
-                bearer(sign_jwt(secret + "-wrong", role="user")),
+                bearer(sign_token(secret + "-wrong", role="user")),
             ),
             (
                 "auth.none_algorithm",
                 "an unsigned token (alg none)",
-                bearer(sign_jwt(secret, role="user", algorithm="none")),
+                bearer(sign_token(secret, role="user", algorithm="none")),
             ),
-            ("auth.expired", "an expired token", bearer(sign_jwt(secret, role="user", ttl=-600))),
+            ("auth.expired", "an expired token", bearer(sign_token(secret, role="user", ttl=-600))),
             (
                 "auth.wrong_client",
                 "a valid token for another client name",
-                bearer(sign_jwt(secret, role="user"), f"{client}-other"),
+                bearer(sign_token(secret, role="user"), f"{client}-other"),
             ),
             (
                 "auth.not_bearer",
                 "a token without the 'Bearer <client>' prefix",
-                sign_jwt(secret, role="user"),
+                sign_token(secret, role="user"),
             ),
         ]
         tournament = self._tournament("Auth")
@@ -780,35 +787,35 @@ class Validator:
                 name, f"{what} is refused with 401 or 403 and debits nothing"
             ) as check:
                 delivery = check.send(
-                    "place", Callback.PLACE_BET, self._place([entry]), authorization=header
+                    "place", CallbackEvent.PLACE_BET, self._place([entry]), authorization=header
                 )
                 check.expect_rejected("place", delivery, AUTH_STATUSES)
                 check.books(D(0), D(0))
         ghost = self._entry(tournament)
-        admin_cases: list[tuple[str, str, Callback, str]] = [
+        admin_cases: list[tuple[str, str, CallbackEvent, str]] = [
             (
                 "auth.user_role_on_refund",
                 "a user-role token on Refund Bet",
-                Callback.REFUND_BET,
-                bearer(sign_jwt(secret, role="user")),
+                CallbackEvent.REFUND_BET,
+                bearer(sign_token(secret, role="user")),
             ),
             (
                 "auth.user_role_on_settle",
                 "a user-role token on Settle",
-                Callback.SETTLE_BET,
-                bearer(sign_jwt(secret, role="user")),
+                CallbackEvent.SETTLE_BET,
+                bearer(sign_token(secret, role="user")),
             ),
             (
                 "auth.admin_without_subject",
                 "an admin token without id, uid or sub",
-                Callback.REFUND_BET,
-                bearer(sign_jwt(secret, role="admin", sub=None)),
+                CallbackEvent.REFUND_BET,
+                bearer(sign_token(secret, role="admin", subject=None)),
             ),
         ]
         for name, what, event, header in admin_cases:
             payload = (
                 self._refund(tournament, [ghost])
-                if event is Callback.REFUND_BET
+                if event is CallbackEvent.REFUND_BET
                 else self._settle(tournament, [self._result(ghost, D("1.00"), 1)])
             )
             with self._check(name, f"{what} is refused with 401 or 403") as check:

@@ -36,7 +36,7 @@ from ..errors import LedgerError
 from . import payloads
 from .admin_client import Books, Operator
 from .payloads import Entry, Player, Result, Tournament
-from .platform import Callback, Delivery, Platform
+from .platform import CallbackEvent, Delivery, Platform
 from .ticket_api import TicketStore
 from .tickets import TicketClient, TicketError
 
@@ -370,13 +370,15 @@ class Simulator:
             draw -= probability
         return None
 
-    def _send(self, event: Callback, payload: Any, *, timeout: float | None = None) -> Delivery:
+    def _send(
+        self, event: CallbackEvent, payload: Any, *, timeout: float | None = None
+    ) -> Delivery:
         delivery = self.platform.deliver(event, payload, timeout=timeout)
         self.report.deliveries[event.name.lower()] += 1
         self.report.statuses[str(delivery.status) if delivery.status else "no answer"] += 1
         return delivery
 
-    def _deliver(self, event: Callback, payload: Any, what: str) -> Delivery:
+    def _deliver(self, event: CallbackEvent, payload: Any, what: str) -> Delivery:
         """Deliver until the answer is definitive, with this delivery's fault (if any)."""
         fault = self._fault()
         if fault:
@@ -405,7 +407,7 @@ class Simulator:
 
     def _retrying(
         self,
-        event: Callback,
+        event: CallbackEvent,
         payload: Any,
         *,
         first_timeout: float | None = None,
@@ -445,7 +447,7 @@ class Simulator:
         expect_ok = self._affordable(request)
         what = f"Place Bet {[entry.bet_uid for entry in entries]}"
         delivery = self._deliver(
-            Callback.PLACE_BET, payloads.place_bet(self.platform.client_name, entries), what
+            CallbackEvent.PLACE_BET, payloads.place_bet(self.platform.client_name, entries), what
         )
         self._tick()
         if delivery.passed != expect_ok or (not expect_ok and delivery.status != 402):
@@ -518,7 +520,7 @@ class Simulator:
             ]
             payload = payloads.refund_bet(self.platform.client_name, groups, self.secrets)
             what = f"Refund Bet {[sim.entry.bet_uid for sim in batch]}"
-            self._close(Callback.REFUND_BET, payload, what, partial(self._release_all, batch))
+            self._close(CallbackEvent.REFUND_BET, payload, what, partial(self._release_all, batch))
 
     def _cancel(self, tournament: Tournament) -> None:
         open_bets = self._open(tournament)
@@ -531,10 +533,12 @@ class Simulator:
         what = f"Refund Tournament {tournament.uid}"
         self.report.entries["cancelled tournaments"] += 1
         self._close(
-            Callback.REFUND_TOURNAMENT, payload, what, partial(self._release_all, open_bets)
+            CallbackEvent.REFUND_TOURNAMENT, payload, what, partial(self._release_all, open_bets)
         )
 
-    def _close(self, event: Callback, payload: Any, what: str, apply: Callable[[], None]) -> None:
+    def _close(
+        self, event: CallbackEvent, payload: Any, what: str, apply: Callable[[], None]
+    ) -> None:
         delivery = self._deliver(event, payload, what)
         if delivery.passed:
             apply()
@@ -560,7 +564,7 @@ class Simulator:
                 self._moved(entry.currency, "paid out", result.payout)
                 self.report.entries["settled"] += 1
 
-        self._close(Callback.SETTLE_BET, payload, f"Settle {tournament.uid}", apply)
+        self._close(CallbackEvent.SETTLE_BET, payload, f"Settle {tournament.uid}", apply)
 
     def _results(self, tournament: Tournament, open_bets: list[SimBet]) -> list[Result]:
         """A payout table: normal pays the top ranks cash; mixed mixes cash, seats and prizes."""

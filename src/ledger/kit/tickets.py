@@ -23,6 +23,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import LedgerError
+from ..tokens import sign_token
 
 __all__ = [
     "TICKET_TYPES",
@@ -207,11 +208,8 @@ class TicketClient:
             fixed = token
             self._token = lambda: fixed
         else:
-            # Imported here so that the plain client does not pull in the validator package.
-            from .platform import sign_jwt
-
             assert secret is not None
-            self._token = lambda: sign_jwt(secret, role="admin", sub=sub, ttl=300)
+            self._token = lambda: sign_token(secret, role="admin", subject=sub, ttl=300)
         self._http = httpx.Client(timeout=timeout, transport=transport)
 
     def close(self) -> None:
