@@ -6,7 +6,6 @@ without it and says that it cannot see balances.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -15,6 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from ..errors import LedgerError
+from .platform import loads
 
 __all__ = ["Books", "Operator", "OperatorError"]
 
@@ -71,10 +71,7 @@ class Operator:
             response = self._http.request(method, self.base_url + path, json=body)
         except httpx.TransportError as exc:
             raise OperatorError(f"{method} {path}: {exc!r}") from exc
-        try:
-            data = json.loads(response.text, parse_float=Decimal) if response.text else None
-        except ValueError:
-            data = None
+        data = loads(response.text)
         if response.status_code != 200 and response.status_code not in allow:
             raise OperatorError(f"{method} {path}: {response.status_code} {response.text[:300]}")
         return data if response.status_code == 200 else None

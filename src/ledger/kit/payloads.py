@@ -125,34 +125,29 @@ def place_bet(client: str, entries: Sequence[Entry]) -> dict[str, Any]:
         pool = _pool_base(client, entry.tournament)
         pool["name"] = entry.tournament.name
         pool["amount"] = entry.tournament.buy_in
-        bet: dict[str, Any] = {
-            "uid": entry.bet_uid,
-            "uuid": entry.uuid,
-            "base_amount": entry.base_amount,
-            "amount": entry.amount,
-            "rake": entry.rake,
-            "currency": entry.currency,
-        }
-        if entry.ticket is not None:
-            bet["ticket"] = entry.ticket
-        bets.append({"user": _user(client, entry.player, ip=True), "pool": pool, "bet": bet})
+        bets.append(
+            {"user": _user(client, entry.player, ip=True), "pool": pool, "bet": _bet(entry)}
+        )
     return {"bets": bets}
 
 
-def _refund_bet(entry: Entry, secrets: Mapping[str, Any]) -> dict[str, Any]:
+def _bet(entry: Entry) -> dict[str, Any]:
+    """The bet columns Place Bet and Refund Bet share (contract section 2)."""
     bet: dict[str, Any] = {
         "uid": entry.bet_uid,
         "uuid": entry.uuid,
         "base_amount": entry.base_amount,
         "amount": entry.amount,
         "rake": entry.rake,
-        "base_rake": entry.base_rake,
         "currency": entry.currency,
-        "secrets": dict(secrets),
     }
     if entry.ticket is not None:
         bet["ticket"] = entry.ticket
     return bet
+
+
+def _refund_bet(entry: Entry, secrets: Mapping[str, Any]) -> dict[str, Any]:
+    return {**_bet(entry), "base_rake": entry.base_rake, "secrets": dict(secrets)}
 
 
 def refund_bet(

@@ -29,6 +29,7 @@ __all__ = [
     "Paths",
     "Platform",
     "dumps",
+    "loads",
     "sign_ticket",
 ]
 
@@ -132,6 +133,14 @@ def dumps(payload: Any) -> str:
     out: list[str] = []
     _encode(payload, out)
     return "".join(out)
+
+
+def loads(text: str) -> Any:
+    """An answer's JSON with exact ``Decimal`` numbers; ``None`` for an empty or non-JSON body."""
+    try:
+        return json.loads(text, parse_float=Decimal) if text.strip() else None
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,10 +272,7 @@ class Platform:
         except httpx.TransportError as exc:
             return Delivery(event, request_id, None, "", time.monotonic() - started, repr(exc))
         text = response.text
-        try:
-            data = json.loads(text, parse_float=Decimal) if text.strip() else None
-        except ValueError:
-            data = None  # a non-JSON body is ignored (contract 7.1)
+        data = loads(text)  # a non-JSON body is ignored (contract 7.1)
         return Delivery(
             event, request_id, response.status_code, text, time.monotonic() - started, None, data
         )

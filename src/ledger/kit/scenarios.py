@@ -185,6 +185,18 @@ class _Check:
         """The user's balance moved by exactly these amounts since the previous check."""
         self.validator._verify_books(self, available, held)
 
+    def place(self, entries: Sequence[Entry], payload: Any = None) -> Delivery:
+        """Place paid ``entries`` (``payload`` instead of their plain Place Bet, when given),
+        expecting 200 and their total moved from the user's available balance to held."""
+        validator = self.validator
+        body = validator._place(entries) if payload is None else payload
+        delivery = self.send("place", CallbackEvent.PLACE_BET, body)
+        self.expect_pass("place", delivery)
+        validator._keep_secrets(delivery, entries)
+        total = sum((entry.total for entry in entries), D(0))
+        self.books(-total, total)
+        return delivery
+
 
 class Validator:
     """Runs every check against one wallet and collects a :class:`Report`."""
@@ -386,10 +398,7 @@ class Validator:
         with self._check(
             "place_bet", "Place Bet: a paid entry answers 200 after debiting amount + rake"
         ) as check:
-            delivery = check.send("place", CallbackEvent.PLACE_BET, self._place([entry]))
-            check.expect_pass("place", delivery)
-            self._keep_secrets(delivery, [entry])
-            check.books(-entry.total, entry.total)
+            check.place([entry])
 
     def check_resend(self, event: CallbackEvent, name: str, payload: Any) -> None:
         with self._check(
@@ -406,10 +415,7 @@ class Validator:
             "is not processed again (200 or 409) and moves no money",
         ) as check:
             entry = self._entry(tournament)
-            placed = check.send("place", CallbackEvent.PLACE_BET, self._place([entry]))
-            check.expect_pass("place", placed)
-            self._keep_secrets(placed, [entry])
-            check.books(-entry.total, entry.total)
+            check.place([entry])
             changed = Entry(
                 **{
                     **_fields(entry),
@@ -476,10 +482,7 @@ class Validator:
             "place_bet.multi_entry",
             "one Place Bet with two entries answers 200 after debiting both",
         ) as check:
-            delivery = check.send("place", CallbackEvent.PLACE_BET, self._place(entries))
-            check.expect_pass("place", delivery)
-            self._keep_secrets(delivery, entries)
-            check.books(-total, total)
+            check.place(entries)
         payload = payloads.refund_tournament(self.client, tournament, entries, self.secrets)
         with self._check(
             "refund_tournament",
@@ -568,10 +571,7 @@ class Validator:
             "all_or_nothing.refund_bet",
             "a refund naming one unknown bet is refused whole: 4xx, nothing refunded",
         ) as check:
-            placed = check.send("place", CallbackEvent.PLACE_BET, self._place([entry]))
-            check.expect_pass("place", placed)
-            self._keep_secrets(placed, [entry])
-            check.books(-entry.total, entry.total)
+            check.place([entry])
             refund = check.send(
                 "refund with an unknown bet",
                 CallbackEvent.REFUND_BET,
@@ -601,10 +601,7 @@ class Validator:
             "all_or_nothing.settle_bet",
             "a settle naming one unknown bet is refused whole: 4xx, nothing paid",
         ) as check:
-            placed = check.send("place", CallbackEvent.PLACE_BET, self._place([entry]))
-            check.expect_pass("place", placed)
-            self._keep_secrets(placed, [entry])
-            check.books(-entry.total, entry.total)
+            check.place([entry])
             settle = check.send(
                 "settle with an unknown bet",
                 CallbackEvent.SETTLE_BET,
@@ -635,14 +632,7 @@ class Validator:
             "unknown fields at every level of Place Bet, Refund "
             "and Settle are ignored (contract 2.1)",
         ) as check:
-            placed = check.send(
-                "place",
-                CallbackEvent.PLACE_BET,
-                _with_unknown_fields(self._place([refunded, settled])),
-            )
-            check.expect_pass("place", placed)
-            self._keep_secrets(placed, [refunded, settled])
-            check.books(-(refunded.total + settled.total), refunded.total + settled.total)
+            check.place([refunded, settled], _with_unknown_fields(self._place([refunded, settled])))
             refund = check.send(
                 "refund",
                 CallbackEvent.REFUND_BET,
@@ -678,12 +668,7 @@ class Validator:
             "a mixed-payout settle credits the cash prize only; "
             "ticket and manual prizes pay 0.00 (contract 2.5, item 5)",
         ) as check:
-            delivery = check.send(
-                "place", CallbackEvent.PLACE_BET, self._place([winner, qualifier])
-            )
-            check.expect_pass("place", delivery)
-            self._keep_secrets(delivery, [winner, qualifier])
-            check.books(-(winner.total + qualifier.total), winner.total + qualifier.total)
+            check.place([winner, qualifier])
             results = [
                 self._result(winner, payout, 1, payout_text="30.00 EUR"),
                 self._result(

@@ -12,7 +12,6 @@ The contract does not show the paths; the defaults are ``POST``/``GET
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import LedgerError
 from ..tokens import sign_token
+from .platform import loads
 
 __all__ = [
     "TICKET_TYPES",
@@ -329,11 +329,8 @@ class TicketClient:
             raise TicketUnavailable(
                 "tournament_ticket.unavailable", error=repr(exc), status=503
             ) from exc
-        try:
-            # Exact decimals: buyIn and cost.amount must not pass through float.
-            data = json.loads(response.text, parse_float=Decimal) if response.text else None
-        except ValueError:
-            data = None
+        # Exact decimals: buyIn and cost.amount must not pass through float.
+        data = loads(response.text)
         if response.status_code == 200:
             return data
         message, error = "tournament_ticket.error", response.text[:500]
