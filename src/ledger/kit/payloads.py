@@ -1,7 +1,7 @@
 """Full callback payloads, every field of the contract's section 2 tables for each callback.
 
 The builders take plain values and return JSON-ready dicts (``Decimal`` for decimal numbers,
-``str`` for decimal strings) to be sent with :func:`ledger.validator.platform.dumps`.
+``str`` for decimal strings) to be sent with :func:`ledger.kit.platform.dumps`.
 """
 
 from __future__ import annotations

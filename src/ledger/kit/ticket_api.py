@@ -1,6 +1,6 @@
 """The simulated platform's ticket administration API (contract section 4.2), in memory.
 
-The simulator serves it on a loopback port so that :mod:`ledger.tickets` can be exercised over
+The simulator serves it on a loopback port so that :mod:`ledger.kit.tickets` can be exercised over
 real HTTP, and issues the ticket JWTs its Place Bet callbacks carry. Where the contract is silent
 (paths, auth statuses, 422 conditions, limits) the choices are stated at each place.
 """
