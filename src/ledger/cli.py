@@ -225,13 +225,36 @@ def check(db: str, as_json: bool) -> None:
     sys.exit(0 if report.ok else 1)
 
 
-# Server and conformance-kit commands live with their packages; each exposes COMMANDS.
-for _module in ("ledger.http.commands", "ledger.validator.commands"):
+# Server and conformance-kit commands live with their packages, each behind its extra; each
+# module exposes COMMANDS. Without an extra's packages, stand-ins of the same names say which
+# extra to install (tests/e2e/test_install_extras.py keeps the names in step).
+EXTRA_COMMANDS = {
+    "ledger.http.serve": ("server", ("serve", "token")),
+    "ledger.kit.commands": ("kit", ("validate", "validate-token", "simulate", "tickets")),
+}
+
+
+def _missing_extra(name: str, extra: str) -> click.Command:
+    @click.command(
+        name,
+        help=f"Needs the [{extra}] extra: pip install 'ledger[{extra}]'.",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        add_help_option=False,
+    )
+    def stand_in() -> None:
+        click.echo(f"error: missing.extra: install ledger[{extra}]", err=True)
+        sys.exit(1)
+
+    return stand_in
+
+
+for _module, (_extra, _names) in EXTRA_COMMANDS.items():
     try:
         _commands = importlib.import_module(_module).COMMANDS
-    except ModuleNotFoundError as _missing:  # pragma: no cover - only while a package is absent
-        if not _missing.name or not _module.startswith(_missing.name):
+    except ModuleNotFoundError as _missing:
+        # Only a package of the extra may be missing; a missing module of our own is a bug.
+        if (_missing.name or "ledger").split(".")[0] == "ledger":
             raise
-        continue
+        _commands = [_missing_extra(_name, _extra) for _name in _names]
     for _command in _commands:
         main.add_command(_command)

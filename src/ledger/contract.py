@@ -14,17 +14,24 @@ fit 64 bits; texts are bounded and NUL-free (Postgres refuses NUL, which would m
 5xx); currencies are short codes; lists of entries are non-empty. Amounts are decimals from
 JSON numbers or decimal strings; their sign and precision are checked per currency later, by
 :func:`ledger.money.to_minor`.
+
+This module is the one home of those rules: the same constants build the msgspec types and the
+``check_*`` functions that values arriving by other roads (library arguments, the operator API,
+the CLI) pass through. It also names the four callbacks and the platform's timeouts, for the
+server and the conformance kit alike.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Final, TypeVar
 
 import msgspec
 from msgspec import Meta, Struct
 
+from .domain import HELD_SUFFIX
 from .errors import InvalidAmount, InvalidRequest
 
 __all__ = [
@@ -39,46 +46,101 @@ __all__ = [
     "PlaceBetsRequest",
     "RefundRequest",
     "SettleRequest",
+    "check_currency",
+    "check_id",
+    "check_text",
+    "check_user",
     "parse_json",
     "validate",
 ]
 
-INT64_MAX = 2**63 - 1
+# --- the callbacks (contract sections 4.1 and 6) -----------------------------------------------
 
-# The platform's callback events (the ``X-Callback-Event`` header, contract section 4.1).
-PLACE_BET = "create:fantasy_team"
-REFUND_BET = "destroy:fantasy_team"
-REFUND_TOURNAMENT = "cancel:tournament"
-SETTLE_BET = "winners:tournament"
-EVENTS = (PLACE_BET, REFUND_BET, REFUND_TOURNAMENT, SETTLE_BET)
+# Each callback is named by the ``X-Callback-Event`` value the platform sends with it.
+PLACE_BET: Final = "create:fantasy_team"
+REFUND_BET: Final = "destroy:fantasy_team"
+REFUND_TOURNAMENT: Final = "cancel:tournament"
+SETTLE_BET: Final = "winners:tournament"
+EVENTS: Final = (PLACE_BET, REFUND_BET, REFUND_TOURNAMENT, SETTLE_BET)
 
-# Seconds the platform waits for an answer before it counts a delivery as failed (section 8).
 PLATFORM_TIMEOUTS: Mapping[str, float] = {
     PLACE_BET: 120.0,
     REFUND_BET: 120.0,
     REFUND_TOURNAMENT: 300.0,
     SETTLE_BET: 300.0,
 }
+"""Seconds the platform waits for an answer before it counts a delivery as failed (section 8)."""
+
+# --- ids, texts, user uids, currency codes ------------------------------------------------------
+
+INT64_MAX = 2**63 - 1
 
 AMOUNT_FIELDS = frozenset({"amount", "rake", "payout"})
 
 Id = Annotated[int, Meta(ge=-INT64_MAX, le=INT64_MAX)]
 """A JSON integer (never a boolean, float or string) that fits the database's 64-bit column."""
 
+TEXT_MAX_LENGTH = 255
+
 _NO_NUL = r"^[^\x00]*$"
 
-Text = Annotated[str, Meta(min_length=1, max_length=255, pattern=_NO_NUL)]
+# The very end of the text. Python's ``$`` (msgspec matches patterns with ``re.search``) also
+# matches before a final newline, and ``.`` stops at any newline: with them "EUR\n" passed as a
+# currency code and "a\nb:held" as a user uid (user a\nb's held account).
+_END = r"(?![\s\S])"
 
-UserUid = Annotated[str, Meta(min_length=1, max_length=255, pattern=r"^(?!.*:held$)[^\x00]+$")]
+Text = Annotated[str, Meta(min_length=1, max_length=TEXT_MAX_LENGTH, pattern=_NO_NUL)]
+
+_USER_UID = re.compile(rf"^(?![\s\S]*{re.escape(HELD_SUFFIX)}{_END})[^\x00]+$")
+
+UserUid = Annotated[str, Meta(min_length=1, max_length=TEXT_MAX_LENGTH, pattern=_USER_UID.pattern)]
 """A user id; one ending in ``:held`` would name another user's held account (see the domain)."""
 
-Currency = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_]{1,16}$")]
+_CURRENCY = re.compile(rf"^[A-Za-z0-9_]{{1,16}}{_END}")
+
+Currency = Annotated[str, Meta(pattern=_CURRENCY.pattern)]
 """A currency code: ISO 4217 or a platform coin; case-insensitive, stored upper-case."""
 
 Ticket = Annotated[str, Meta(max_length=16384, pattern=_NO_NUL)]
 
-RequestUuid = Annotated[str, Meta(max_length=255, pattern=_NO_NUL)]
+RequestUuid = Annotated[str, Meta(max_length=TEXT_MAX_LENGTH, pattern=_NO_NUL)]
 """``bet.uuid``: stored with the bet, so bounded and NUL-free like every other stored text."""
+
+
+def check_id(value: object, name: str) -> int:
+    """``value`` as an id: an integer (not a boolean) that fits the database's 64-bit column.
+
+    Raises :class:`InvalidRequest` (400): an id beyond 64 bits must be bad input, never a driver
+    error on the column (an ``OverflowError`` on SQLite, a 503 on Postgres).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > INT64_MAX:
+        raise InvalidRequest(f"{name}: expected a 64-bit integer")
+    return value
+
+
+def check_text(value: object, name: str) -> str:
+    """``value`` as a stored text: non-empty, at most 255 characters, no NUL (Postgres refuses
+    NUL, which would turn bad input into a 5xx)."""
+    if not isinstance(value, str) or not value or len(value) > TEXT_MAX_LENGTH or "\x00" in value:
+        raise InvalidRequest(
+            f"{name}: expected a non-empty string of at most {TEXT_MAX_LENGTH} characters"
+        )
+    return value
+
+
+def check_user(value: object) -> str:
+    """``value`` as a user uid: a text that does not end in ``:held`` (the :data:`UserUid` rule)."""
+    user = check_text(value, "user")
+    if not _USER_UID.search(user):
+        raise InvalidRequest(f"user: a user uid must not end in {HELD_SUFFIX!r}")
+    return user
+
+
+def check_currency(value: object) -> str:
+    """``value`` as a currency code (the :data:`Currency` rule), upper-case as it is stored."""
+    if not isinstance(value, str) or not _CURRENCY.search(value):
+        raise InvalidRequest("currency: expected a currency code such as EUR")
+    return value.upper()
 
 
 class _Model(Struct, frozen=True, gc=False):

@@ -59,7 +59,6 @@ __all__ = [
     "deposit",
     "held_account",
     "is_house",
-    "is_valid_user_uid",
     "merge_placements",
     "movement",
     "movement_keys",
@@ -89,6 +88,9 @@ def is_house(name: str) -> bool:
     return name.startswith(HOUSE_PREFIX)
 
 
+# ``user_account("u1:held")`` would be ``held_account("u1")``: a user with such a uid would spend,
+# and see, u1's held money. The contract refuses these uids (``ledger.contract.check_user``), so
+# that every account name stays unambiguous.
 HELD_SUFFIX = ":held"
 
 
@@ -100,15 +102,6 @@ def user_account(uid: str) -> str:
 def held_account(uid: str) -> str:
     """The user's money held for open entries."""
     return f"user:{uid}{HELD_SUFFIX}"
-
-
-def is_valid_user_uid(uid: str) -> bool:
-    """False for a uid whose available account would be another user's held account.
-
-    ``user_account("u1:held")`` is ``held_account("u1")``: such a user would spend, and see,
-    u1's held money. Refusing these uids keeps every account name unambiguous.
-    """
-    return not uid.endswith(HELD_SUFFIX)
 
 
 def account_kind(name: str) -> str:

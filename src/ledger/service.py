@@ -8,7 +8,6 @@ of work of their own.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -21,10 +20,13 @@ from typing import Any, Self, TypeVar
 from . import domain
 from ._process import new_reference
 from .contract import (
-    INT64_MAX,
     PlaceBetsRequest,
     RefundRequest,
     SettleRequest,
+    check_currency,
+    check_id,
+    check_text,
+    check_user,
     validate,
 )
 from .currencies import CurrencyTable
@@ -247,8 +249,8 @@ class Ledger:
         amount: Decimal | int | str,
         reference: str | None,
     ) -> Movement:
-        user, currency = _user(user), _currency(currency)
-        reference = _text(reference, "reference") if reference is not None else new_reference()
+        user, currency = check_user(user), check_currency(currency)
+        reference = check_text(reference, "reference") if reference is not None else new_reference()
         minor = self._minor(parse_decimal(amount), currency, "amount")
         applied = self.writer.run(Move(decide(user, currency, minor, reference)))
         return Movement(reference, user, currency, self._decimal(minor, currency), applied)
@@ -338,8 +340,8 @@ class Ledger:
 
     def balance(self, user: str, currency: str | None = None) -> list[Balance]:
         """The user's balances, one per currency (or only ``currency``)."""
-        user = _user(user)
-        wanted = _currency(currency) if currency else None
+        user = check_user(user)
+        wanted = check_currency(currency) if currency else None
         rows = self._read(lambda uow: uow.balances(user))
         result = [
             Balance(
@@ -364,12 +366,12 @@ class Ledger:
         before: int | None = None,
     ) -> list[StatementLine]:
         """The user's movements, newest first; page with ``before`` = the last line's ``id``."""
-        user = _user(user)
-        wanted = _currency(currency) if currency else None
+        user = check_user(user)
+        wanted = check_currency(currency) if currency else None
         if not 1 <= limit <= 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
         if before is not None:
-            before = _int64(before, "before")
+            before = check_id(before, "before")
         rows = self._read(lambda uow: uow.statement(user, wanted, limit, before))
         return [
             StatementLine(
@@ -388,7 +390,7 @@ class Ledger:
 
     def bet(self, uid: int) -> BetView | None:
         """The recorded bet, or ``None``."""
-        uid = _int64(uid, "bet uid")
+        uid = check_id(uid, "bet uid")
         found = self._read(lambda uow: uow.get_bets([uid])).get(uid)
         if found is None:
             return None
@@ -412,7 +414,7 @@ class Ledger:
 
     def pool_report(self, pool_uid: int) -> PoolReport:
         """Entries, stakes, rake, payouts and open holds of one tournament, per currency."""
-        pool_uid = _int64(pool_uid, "pool uid")
+        pool_uid = check_id(pool_uid, "pool uid")
         rows = self._read(lambda uow: uow.pool_totals(pool_uid))
         by_currency: dict[str, dict[str, Any]] = {}
         for row in rows:
@@ -454,37 +456,6 @@ class Ledger:
     def ping(self) -> None:
         """Raise :class:`~ledger.errors.StoreUnavailable` unless the database answers."""
         self._read(lambda uow: uow.ping())
-
-
-def _int64(value: object, name: str) -> int:
-    # Bad input must be a 400 here, not a driver error on the database's 64-bit column (an
-    # OverflowError on SQLite, a 503 on Postgres).
-    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > INT64_MAX:
-        raise InvalidRequest(f"{name}: expected a 64-bit integer")
-    return value
-
-
-def _text(value: object, name: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > 255 or "\x00" in value:
-        raise InvalidRequest(f"{name}: expected a non-empty string of at most 255 characters")
-    return value
-
-
-def _user(value: object) -> str:
-    user = _text(value, "user")
-    if not domain.is_valid_user_uid(user):
-        raise InvalidRequest(f"user: a user uid must not end in {domain.HELD_SUFFIX!r}")
-    return user
-
-
-def _currency(value: object) -> str:
-    # The same rule as the payload models' Currency: ASCII letters, digits and underscores.
-    if not isinstance(value, str) or not _CURRENCY.fullmatch(value):
-        raise InvalidRequest("currency: expected a currency code such as EUR")
-    return value.upper()
-
-
-_CURRENCY = re.compile(r"[A-Za-z0-9_]{1,16}")
 
 
 def open_ledger(

@@ -23,6 +23,7 @@ import jwt
 
 from ..errors import Forbidden, Unauthorized
 from ..settings import Network, Settings
+from ..tokens import sign_token
 
 __all__ = [
     "Caller",
@@ -217,9 +218,6 @@ def mint_token(
     extra: dict[str, Any] | None = None,
 ) -> str:
     """A JWT like the platform's, for development, tests and the hosted validator's token check."""
-    now = int(time.time())
-    claims: dict[str, Any] = {"role": role, "iat": now, "exp": now + ttl}
-    if subject is not None:
-        claims["sub"] = subject
-    claims.update(extra or {})
-    return jwt.encode(claims, secret, algorithm=algorithm)
+    return sign_token(
+        secret, role=role, subject=subject, ttl=ttl, algorithm=algorithm, claims=extra
+    )

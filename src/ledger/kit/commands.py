@@ -1,0 +1,389 @@
+"""The conformance kit's commands: ``validate``, ``validate-token``, ``simulate``, ``tickets``.
+
+``ledger.cli`` adds every command in :data:`COMMANDS` to the ``ledger`` group.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from typing import Any, TypeVar
+
+import click
+
+from ..contract import EVENTS
+from .admin_client import Operator
+from .platform import Paths, Platform
+from .scenarios import CheckResult, Validator
+from .simulator import SimulationConfig, Simulator
+from .ticket_api import ServerThread, TicketStore, create_ticket_app
+from .tickets import TICKET_TYPES, TicketClient, TicketError
+from .token import DEFAULT_ALGORITHMS, check_token
+
+__all__ = ["COMMANDS", "simulate", "tickets", "validate", "validate_token"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _first_secret(value: str) -> str:
+    # LEDGER_JWT_SECRET may list several secrets for rotation; the platform signs with the first.
+    return value.split(",")[0].strip()
+
+
+def platform_options(function: F) -> F:
+    """``--client`` and ``--secret``, defaulting to the server's own environment variables."""
+    function = click.option(
+        "--secret",
+        envvar="LEDGER_JWT_SECRET",
+        required=True,
+        help="The shared JWT secret (first of a comma-separated list). Env: LEDGER_JWT_SECRET.",
+    )(function)
+    return click.option(
+        "--client",
+        "client_name",
+        envvar="LEDGER_CLIENT_NAME",
+        required=True,
+        help="Client (white label) name in 'Bearer <client> <JWT>'. Env: LEDGER_CLIENT_NAME.",
+    )(function)
+
+
+def _paths(refund_tournament_path: str | None) -> Paths:
+    return Paths(refund_tournament=refund_tournament_path or "/bets/cancel")
+
+
+@click.command()
+@click.argument("url")
+@platform_options
+@click.option("--user", required=True, help="A user of the wallet to run the scenario with.")
+@click.option(
+    "--unfunded-user",
+    default=None,
+    help="A user without funds for the 402 check (default: a fresh user id per run).",
+)
+@click.option("--currency", default="EUR", show_default=True, help="The user's currency.")
+@click.option(
+    "--operator-token",
+    default=None,
+    help="Our server's operator token: fund the user and verify balances after each step.",
+)
+@click.option("--refund-tournament-path", default=None, help="A separate Refund Tournament path.")
+@click.option("--timeout", type=float, default=None, help="Seconds per delivery (contract limits).")
+@click.option("--insecure", is_flag=True, help="Do not verify the wallet's TLS certificate.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON report instead of text.")
+def validate(
+    url: str,
+    client_name: str,
+    secret: str,
+    user: str,
+    unfunded_user: str | None,
+    currency: str,
+    operator_token: str | None,
+    refund_tournament_path: str | None,
+    timeout: float | None,
+    insecure: bool,
+    as_json: bool,
+) -> None:
+    """Run the platform's verification scenario and the client-side checks against URL.
+
+    Each check prints PASS or FAIL with the endpoint's actual status and body. Exit status 0 only
+    when every check passes.
+    """
+    timeouts = dict.fromkeys(EVENTS, timeout) if timeout is not None else None
+    platform = Platform(
+        url,
+        client_name=client_name,
+        secret=_first_secret(secret),
+        paths=_paths(refund_tournament_path),
+        timeouts=timeouts,
+        verify=not insecure,
+    )
+    operator = Operator(url, operator_token) if operator_token else None
+
+    def show(result: CheckResult) -> None:
+        if not as_json:
+            click.echo(result.render())
+
+    try:
+        validator = Validator(
+            platform,
+            user=user,
+            currency=currency,
+            unfunded_user=unfunded_user,
+            operator=operator,
+            on_result=show,
+        )
+        if not as_json:
+            click.echo(f"validating {url} as client {client_name!r}, user {user!r}, {currency}")
+        report = validator.run()
+    finally:
+        platform.close()
+        if operator is not None:
+            operator.close()
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        for note in report.notes:
+            click.echo(f"note: {note}")
+        click.echo(report.summary())
+    sys.exit(0 if report.passed else 1)
+
+
+@click.command("validate-token")
+@click.argument("token")
+@click.option(
+    "--secret",
+    envvar="LEDGER_JWT_SECRET",
+    required=True,
+    help="The shared secret; a comma-separated list tries each. Env: LEDGER_JWT_SECRET.",
+)
+@click.option(
+    "--algorithm",
+    "algorithms",
+    multiple=True,
+    default=DEFAULT_ALGORITHMS,
+    show_default=True,
+    help="An accepted algorithm (repeat for several); 'none' is always refused.",
+)
+@click.option("--client", "client_name", default=None, help="Expected client name, if given.")
+def validate_token(
+    token: str, secret: str, algorithms: tuple[str, ...], client_name: str | None
+) -> None:
+    """Check TOKEN like the hosted validator: signature, algorithm, expiry, required claims.
+
+    TOKEN is a bare JWT or a whole 'Bearer <client> <JWT>' header value.
+    """
+    secrets = [part.strip() for part in secret.split(",") if part.strip()]
+    checks = check_token(token, secrets, algorithms=algorithms, client_name=client_name)
+    for check in checks:
+        click.echo(check.render())
+    valid = all(check.passed for check in checks)
+    click.echo("token is valid" if valid else "token is NOT valid")
+    sys.exit(0 if valid else 1)
+
+
+@click.command()
+@click.argument("url")
+@platform_options
+@click.option(
+    "--operator-token",
+    envvar="LEDGER_OPERATOR_TOKEN",
+    required=True,
+    help="The wallet's operator token (funding and reconciliation). Env: LEDGER_OPERATOR_TOKEN.",
+)
+@click.option("--users", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@click.option("--tournaments", type=click.IntRange(1, 10_000), default=10, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True, help="Same seed, same day.")
+@click.option("--faults", is_flag=True, help="Re-sends, concurrent duplicates, lost answers.")
+@click.option("--concurrency", type=click.IntRange(2, 64), default=4, show_default=True)
+@click.option("--tickets-port", type=int, default=0, help="Port of the ticket API (0: any free).")
+@click.option("--refund-tournament-path", default=None, help="A separate Refund Tournament path.")
+@click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def simulate(
+    url: str,
+    client_name: str,
+    secret: str,
+    operator_token: str,
+    users: int,
+    tournaments: int,
+    seed: int,
+    faults: bool,
+    concurrency: int,
+    tickets_port: int,
+    refund_tournament_path: str | None,
+    no_progress: bool,
+    as_json: bool,
+) -> None:
+    """Play a seeded platform day against the wallet at URL and reconcile its books.
+
+    Exit status 1 on any mismatch between the platform's books and the wallet's.
+    """
+    config = SimulationConfig(
+        users=users,
+        tournaments=tournaments,
+        seed=seed,
+        faults=faults,
+        concurrency=concurrency,
+        progress=not no_progress and not as_json,
+    )
+    signing = _first_secret(secret)
+    store = TicketStore(secret=signing)
+    with (
+        ServerThread(
+            create_ticket_app(store, client_name=client_name), port=tickets_port
+        ) as server,
+        Platform(
+            url, client_name=client_name, secret=signing, paths=_paths(refund_tournament_path)
+        ) as platform,
+        Operator(url, operator_token) as operator,
+        TicketClient(server.url, client_name=client_name, secret=signing) as ticket_client,
+    ):
+        if not as_json:
+            click.echo(f"ticket API of the simulated platform at {server.url}/tournament_tickets")
+        report = Simulator(
+            platform, operator, config, tickets=ticket_client, ticket_store=store
+        ).run()
+    click.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.render())
+    sys.exit(0 if report.ok else 1)
+
+
+# --- tickets ------------------------------------------------------------------------------------
+
+
+def ticket_options(function: F) -> F:
+    function = click.option(
+        "--token", default=None, help="A ready admin JWT instead of signing one with --secret."
+    )(function)
+    function = click.option(
+        "--secret",
+        envvar="LEDGER_JWT_SECRET",
+        default=None,
+        help="Shared secret to sign a short-lived admin JWT. Env: LEDGER_JWT_SECRET.",
+    )(function)
+    function = click.option(
+        "--client",
+        "client_name",
+        envvar="LEDGER_CLIENT_NAME",
+        required=True,
+        help="Client name for 'Bearer <client> <admin JWT>'. Env: LEDGER_CLIENT_NAME.",
+    )(function)
+    return click.option(
+        "--url",
+        envvar="LEDGER_TICKETS_URL",
+        required=True,
+        help="The ticket API's base URL. Env: LEDGER_TICKETS_URL.",
+    )(function)
+
+
+def _client(url: str, client_name: str, secret: str | None, token: str | None) -> TicketClient:
+    if (secret is None) == (token is None):
+        raise click.UsageError("give --secret or --token (one of them)")
+    return TicketClient(
+        url,
+        client_name=client_name,
+        secret=_first_secret(secret) if secret is not None else None,
+        token=token,
+    )
+
+
+def _run_ticket_call(call: Callable[[], Any]) -> None:
+    try:
+        result = call()
+    except TicketError as error:
+        click.echo(f"error: {error.status} {error.message}: {error.error}", err=True)
+        sys.exit(1)
+    click.echo(json.dumps(result, indent=2))
+
+
+@click.group()
+def tickets() -> None:
+    """Tournament ticket administration on the platform (contract section 4.2)."""
+
+
+@tickets.command("create")
+@ticket_options
+@click.option("--uid", "uids", multiple=True, required=True, help="A user id (repeat for more).")
+@click.option("--due-at", required=True, help="Valid until, ISO 8601 (2030-01-31T23:59:00Z).")
+@click.option("--currency", required=True)
+@click.option("--buy-in", required=True, help="Stack, or cost of the ticket (decimal).")
+@click.option("--type", "kind", type=click.Choice(TICKET_TYPES), default=None)
+@click.option("--tournament-id", type=int, default=None)
+@click.option("--season-id", type=int, default=None)
+@click.option("--comment", default=None)
+@click.option("--ref", default=None, help="A UUID grouping the tickets (generated if omitted).")
+def tickets_create(
+    url: str,
+    client_name: str,
+    secret: str | None,
+    token: str | None,
+    uids: tuple[str, ...],
+    due_at: str,
+    currency: str,
+    buy_in: str,
+    kind: Any,
+    tournament_id: int | None,
+    season_id: int | None,
+    comment: str | None,
+    ref: str | None,
+) -> None:
+    """Create one ticket per --uid."""
+    try:
+        amount = Decimal(buy_in)
+    except InvalidOperation:
+        raise click.BadParameter(f"{buy_in!r} is not a decimal", param_hint="--buy-in") from None
+    with _client(url, client_name, secret, token) as client:
+        _run_ticket_call(
+            lambda: client.create(
+                uids=uids,
+                due_at=due_at,
+                currency=currency,
+                buy_in=amount,
+                type=kind,
+                tournament_id=tournament_id,
+                season_id=season_id,
+                comment=comment,
+                ref=ref,
+            ).to_dict()
+        )
+
+
+@tickets.command("list")
+@ticket_options
+@click.option("--user-id", default=None)
+@click.option("--id", "ids", type=int, multiple=True, help="A ticket id (repeat for more).")
+@click.option("--ref", default=None)
+@click.option("--limit", type=click.IntRange(1), default=None, help="Page size (API default 50).")
+@click.option("--page", type=click.IntRange(0), default=None, help="0-based page number.")
+def tickets_list(
+    url: str,
+    client_name: str,
+    secret: str | None,
+    token: str | None,
+    user_id: str | None,
+    ids: tuple[int, ...],
+    ref: str | None,
+    limit: int | None,
+    page: int | None,
+) -> None:
+    """List tickets, newest id first."""
+    with _client(url, client_name, secret, token) as client:
+        _run_ticket_call(
+            lambda: client.list(
+                user_id=user_id, ids=ids or None, ref=ref, limit=limit, page=page
+            ).to_dict()
+        )
+
+
+@tickets.command("delete")
+@ticket_options
+@click.argument("ticket_id", type=int)
+def tickets_delete(
+    url: str, client_name: str, secret: str | None, token: str | None, ticket_id: int
+) -> None:
+    """Delete an unused ticket (a used one is refused with 403)."""
+    with _client(url, client_name, secret, token) as client:
+        _run_ticket_call(lambda: {"ticket": client.delete(ticket_id).to_dict()})
+
+
+@tickets.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8100, show_default=True)
+@click.option("--client", "client_name", envvar="LEDGER_CLIENT_NAME", required=True)
+@click.option("--secret", envvar="LEDGER_JWT_SECRET", required=True)
+def tickets_serve(host: str, port: int, client_name: str, secret: str) -> None:
+    """Serve the simulated platform's ticket API (in memory) until interrupted."""
+    store = TicketStore(secret=_first_secret(secret))
+    server = ServerThread(create_ticket_app(store, client_name=client_name), host=host, port=port)
+    with server:
+        click.echo(f"ticket API at {server.url}/tournament_tickets (Ctrl-C to stop)")
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+COMMANDS: list[click.Command] = [validate, validate_token, simulate, tickets]

@@ -1,0 +1,222 @@
+"""The operator API under /admin: deposits, withdrawals and read-only views of the books."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ledger
+from support.httpkit import OPERATOR_HEADERS, Wallet, serve
+from support.payloads import entry, place, settle
+
+
+@pytest.fixture
+def wallet(tmp_path: Path) -> Iterator[Wallet]:
+    with serve(tmp_path) as client:
+        yield Wallet(client)
+
+
+def admin_get(wallet: Wallet, path: str, **params: Any) -> Any:
+    return wallet.client.get(path, params=params, headers=OPERATOR_HEADERS)
+
+
+def admin_post(wallet: Wallet, path: str, raw: bytes) -> Any:
+    headers = {**OPERATOR_HEADERS, "Content-Type": "application/json"}
+    return wallet.client.post(path, content=raw, headers=headers)
+
+
+def test_deposit_credits_the_user_and_is_idempotent_by_reference(wallet: Wallet) -> None:
+    raw = b'{"user": "u1", "currency": "EUR", "amount": "25.50", "reference": "top-1"}'
+    first = admin_post(wallet, "/admin/deposits", raw)
+    assert first.status_code == 200
+    assert first.json() == {
+        "reference": "top-1",
+        "user": "u1",
+        "currency": "EUR",
+        "amount": "25.50",
+        "applied": True,
+    }
+    again = admin_post(wallet, "/admin/deposits", raw)
+    assert again.status_code == 200
+    assert again.json()["applied"] is False
+    assert wallet.balance("u1") == ("25.50", "0.00")
+
+
+def test_deposit_amount_as_json_number_is_exact(wallet: Wallet) -> None:
+    raw = b'{"user": "u1", "currency": "EUR", "amount": 0.1, "reference": "a"}'
+    assert admin_post(wallet, "/admin/deposits", raw).status_code == 200
+    raw = b'{"user": "u1", "currency": "EUR", "amount": 0.2, "reference": "b"}'
+    assert admin_post(wallet, "/admin/deposits", raw).status_code == 200
+    assert wallet.balance("u1") == ("0.30", "0.00")
+
+
+def test_deposit_reference_reused_with_other_amount_is_409(wallet: Wallet) -> None:
+    admin_post(
+        wallet, "/admin/deposits", b'{"user":"u1","currency":"EUR","amount":1,"reference":"r"}'
+    )
+    response = admin_post(
+        wallet, "/admin/deposits", b'{"user":"u1","currency":"EUR","amount":2,"reference":"r"}'
+    )
+    assert response.status_code == 409
+    assert response.json()["error"] == "reference.conflict"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"user": "u1", "currency": "EUR", "amount": "5"}',
+        b'{"user": "u1", "currency": "EUR", "amount": "1.001", "reference": "x"}',
+        b'{"user": "u1", "currency": "EUR", "amount": "-5", "reference": "x"}',
+        b'{"user": "u1", "currency": "EUR", "amount": true, "reference": "x"}',
+        b'{"user": 5, "currency": "EUR", "amount": "5", "reference": "x"}',
+        b"[1, 2]",
+        b"{oops",
+    ],
+    ids=["no-reference", "too-fine", "negative", "boolean", "user-not-string", "array", "bad"],
+)
+def test_bad_deposit_is_400(wallet: Wallet, raw: bytes) -> None:
+    response = admin_post(wallet, "/admin/deposits", raw)
+    assert response.status_code == 400, response.text
+    assert "error" in response.json()
+
+
+def test_withdrawal_debits_and_refuses_an_overdraft_with_402(wallet: Wallet) -> None:
+    wallet.deposit("u1", "10.00")
+    ok = admin_post(
+        wallet,
+        "/admin/withdrawals",
+        b'{"user": "u1", "currency": "EUR", "amount": "4.00", "reference": "w1"}',
+    )
+    assert ok.status_code == 200
+    short = admin_post(
+        wallet,
+        "/admin/withdrawals",
+        b'{"user": "u1", "currency": "EUR", "amount": "6.01", "reference": "w2"}',
+    )
+    assert short.status_code == 402
+    assert short.json()["error"] == "user.insufficient_funds"
+    assert wallet.balance("u1") == ("6.00", "0.00")
+
+
+def test_balances_list_available_and_held_per_currency(wallet: Wallet) -> None:
+    wallet.deposit("u1", "20.00")
+    wallet.deposit("u1", "5000", currency="JPY")
+    wallet.place(place(entry(1)))
+    body = admin_get(wallet, "/admin/users/u1/balances").json()
+    assert body == {
+        "user": "u1",
+        "balances": [
+            {"currency": "EUR", "available": "9.00", "held": "11.00"},
+            {"currency": "JPY", "available": "5000", "held": "0"},
+        ],
+    }
+
+
+def test_statement_pages_with_next_before(wallet: Wallet) -> None:
+    for number in range(5):
+        wallet.deposit("u1", f"{number + 1}.00", ref=f"d{number}")
+    first = admin_get(wallet, "/admin/users/u1/statement", limit=2).json()
+    assert [line["amount"] for line in first["lines"]] == ["5.00", "4.00"]
+    assert first["next_before"] is not None
+    second = admin_get(
+        wallet, "/admin/users/u1/statement", limit=2, before=first["next_before"]
+    ).json()
+    assert [line["amount"] for line in second["lines"]] == ["3.00", "2.00"]
+    last = admin_get(
+        wallet, "/admin/users/u1/statement", limit=2, before=second["next_before"]
+    ).json()
+    assert [line["amount"] for line in last["lines"]] == ["1.00"]
+    assert last["next_before"] is None
+
+
+def test_statement_filters_by_currency(wallet: Wallet) -> None:
+    wallet.deposit("u1", "1.00")
+    wallet.deposit("u1", "7", currency="JPY")
+    body = admin_get(wallet, "/admin/users/u1/statement", currency="JPY").json()
+    assert [(line["currency"], line["amount"]) for line in body["lines"]] == [("JPY", "7")]
+
+
+@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": "x"}, {"before": "y"}])
+def test_statement_with_bad_paging_is_400(wallet: Wallet, params: dict[str, Any]) -> None:
+    response = admin_get(wallet, "/admin/users/u1/statement", **params)
+    assert response.status_code == 400
+    assert response.json()["error"] == "request.invalid"
+
+
+def test_bet_view_shows_state_and_amounts(wallet: Wallet) -> None:
+    wallet.deposit("u1", "20.00")
+    wallet.place(place(entry(1)))
+    wallet.settle(settle(7, (1, "3.25")))
+    body = admin_get(wallet, "/admin/bets/1").json()
+    assert body["state"] == "settled"
+    assert (body["amount"], body["rake"], body["payout"]) == ("10.00", "1.00", "3.25")
+
+
+def test_unknown_bet_is_404(wallet: Wallet) -> None:
+    response = admin_get(wallet, "/admin/bets/404")
+    assert response.status_code == 404
+    assert response.json()["error"] == "bet.not_found"
+
+
+@pytest.mark.parametrize("uid", ["abc", "99999999999999999999999"])
+def test_bet_uid_that_is_not_a_64_bit_integer_is_400(wallet: Wallet, uid: str) -> None:
+    assert admin_get(wallet, f"/admin/bets/{uid}").status_code == 400
+    assert admin_get(wallet, f"/admin/tournaments/{uid}/report").status_code == 400
+
+
+def test_tournament_report_sums_entries_stakes_rake_payouts_and_open_holds(
+    wallet: Wallet,
+) -> None:
+    wallet.deposit("u1", "50.00")
+    wallet.place(place(entry(1), entry(2), entry(3, pool=8)))
+    wallet.settle(settle(7, (1, "15.00")))
+    body = admin_get(wallet, "/admin/tournaments/7/report").json()
+    assert body["pool_uid"] == 7
+    (eur,) = body["currencies"]
+    assert eur["entries"] == 2
+    assert (eur["stakes"], eur["rake"], eur["payouts"], eur["open_holds"]) == (
+        "20.00",
+        "2.00",
+        "15.00",
+        "11.00",
+    )
+
+
+def test_journal_check_is_200_and_ok_on_a_sound_ledger(wallet: Wallet) -> None:
+    wallet.deposit("u1", "20.00")
+    wallet.place(place(entry(1)))
+    response = admin_get(wallet, "/admin/check")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["ok"] is True
+    assert body["problems"] == []
+    assert body["transactions"] >= 2
+
+
+def test_journal_check_is_500_with_the_problems_when_the_books_are_broken(
+    tmp_path: Path,
+) -> None:
+    class Broken(ledger.CheckReport):
+        pass
+
+    with serve(tmp_path) as client:
+        runtime = client.app.state.runtime
+        book = runtime.ledger()
+        book.check = lambda: Broken(problems=["postings of transaction 1 sum to 5"])
+        response = client.get("/admin/check", headers=OPERATOR_HEADERS)
+    assert response.status_code == 500
+    body = response.json()
+    assert body["ok"] is False
+    assert body["error"] == "ledger.check_failed"
+    assert body["problems"] == ["postings of transaction 1 sum to 5"]
+
+
+def test_openapi_schema_is_served(wallet: Wallet) -> None:
+    response = wallet.client.get("/schema/openapi.json")
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    for path in ("/bets", "/bets/cancel", "/winners", "/admin/deposits", "/admin/check"):
+        assert path in paths

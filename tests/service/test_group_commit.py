@@ -1,0 +1,145 @@
+"""Group commit (SQLite): requests queued together share one transaction, and stay independent.
+
+To put several requests in one batch, the writer is first kept busy by a command that waits on an
+event; everything submitted meanwhile queues up and is taken as one batch when it is released.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from decimal import Decimal as D
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ledger
+from ledger.domain import deposit
+from ledger.stores import UnitOfWork
+from ledger.writer import GroupCommit, Move
+from support import payloads as P
+from support.books import Hold
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Iterator[ledger.Ledger]:
+    with ledger.open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as opened:
+        assert isinstance(opened.writer, GroupCommit)  # on by default for SQLite
+        yield opened
+
+
+def group_of(book: ledger.Ledger) -> GroupCommit:
+    assert isinstance(book.writer, GroupCommit)
+    return book.writer
+
+
+def batched(group: GroupCommit, submit: Callable[[], list[Future[Any]]]) -> list[Future[Any]]:
+    """Run ``submit`` while the writer is held, so that what it queues forms one batch."""
+    hold = Hold()
+    blocker = group.submit(hold)
+    assert hold.started.wait(10)
+    batches = group.batches
+    futures = submit()
+    hold.release.set()
+    blocker.result(10)
+    for future in futures:
+        future.exception(10)  # wait for each, whatever its outcome
+    assert group.batches == batches + 2, "the held command's batch, then exactly one more"
+    return futures
+
+
+class Explode:
+    """Writes first, then fails: its savepoint must take its writes back with it."""
+
+    size = 1
+
+    def apply(self, uow: UnitOfWork) -> None:
+        uow.post([deposit("u2", "EUR", 700, "doomed")])
+        raise RuntimeError("injected failure in the middle of a unit of work")
+
+
+def test_a_request_failing_inside_a_batch_is_rolled_back_alone(book: ledger.Ledger) -> None:
+    group = group_of(book)
+
+    futures = batched(
+        group,
+        lambda: [
+            group.submit(Move(deposit("u1", "EUR", 500, "a"))),
+            group.submit(Explode()),
+            group.submit(Move(deposit("u3", "EUR", 500, "c"))),
+        ],
+    )
+    assert futures[0].result() is True
+    assert isinstance(futures[1].exception(), RuntimeError)
+    assert futures[2].result() is True
+    assert book.balance("u1")[0].available == D("5.00")
+    assert book.balance("u3")[0].available == D("5.00")
+    assert book.balance("u2") == []
+    assert book.check().ok
+
+
+def test_place_bets_queued_together_are_decided_one_by_one(book: ledger.Ledger) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "20.00", "seed-u1")
+    book.deposit("u3", "EUR", "20.00", "seed-u3")
+
+    def submit() -> list[Future[Any]]:
+        return [
+            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            # u2 has nothing: refused alone with 402, writing nothing.
+            book.submit_place_bets(P.place(P.entry(2, user="u2"))),
+            # u1 can afford one 11.00 entry of its 20.00, not two: the first one won.
+            book.submit_place_bets(P.place(P.entry(3, user="u1"))),
+            book.submit_place_bets(P.place(P.entry(4, user="u3"))),
+            # A re-send of bet 1 in the same batch sees it placed: 200, nothing done.
+            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+        ]
+
+    futures = batched(group, submit)
+    assert futures[0].result().placed == [1]
+    assert isinstance(futures[1].exception(), ledger.InsufficientFunds)
+    assert isinstance(futures[2].exception(), ledger.InsufficientFunds)
+    assert futures[3].result().placed == [4]
+    resent = futures[4].result()
+    assert (resent.placed, resent.unchanged) == ([], [1])
+    assert resent.secrets == futures[0].result().secrets
+    assert [b.to_dict() for b in book.balance("u1")] == [
+        {"currency": "EUR", "available": "9.00", "held": "11.00"}
+    ]
+    assert book.bet(2) is None
+    assert book.bet(3) is None
+    assert book.check().ok
+
+
+def test_a_failed_commit_fails_every_request_of_the_batch(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    store = book.store
+    real = store.unit_of_work
+
+    def failing_unit_of_work(*, write: bool = True) -> Any:
+        uow = real(write=write)
+
+        def commit() -> None:
+            raise ledger.StoreUnavailable("disk gone")
+
+        uow.commit = commit  # type: ignore[method-assign]
+        return uow
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(store, "unit_of_work", failing_unit_of_work)
+        return [book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2)]
+
+    futures = batched(group, submit)
+    for future in futures:
+        error = future.exception()
+        assert isinstance(error, ledger.StoreUnavailable)
+        assert error.status == 503  # retryable: the platform re-sends
+    monkeypatch.undo()
+    assert book.bet(1) is None
+    assert book.bet(2) is None
+    assert book.balance("u1")[0].available == D("50.00")
+    assert book.check().ok
