@@ -162,8 +162,13 @@ def _to_minor(amount: Decimal, scale: int, field: str) -> int:
 
 
 def from_minor(minor: int, scale: int) -> Decimal:
-    """The exact decimal value of ``minor`` units at ``scale`` decimal places."""
-    return Decimal(minor).scaleb(-scale) if scale else Decimal(minor)
+    """The exact decimal value of ``minor`` units at ``scale`` decimal places.
+
+    Its exponent is ``-scale``, so it renders with exactly ``scale`` decimals (see
+    :func:`ledger.views.amount_text`). Built from text, which no context can round:
+    ``Decimal.scaleb`` rounds to the context's 28 digits, and an 18-decimal house total has more.
+    """
+    return Decimal(f"{minor}E-{scale}") if scale else Decimal(minor)
 
 
 def render(minor: int, scale: int) -> str:

@@ -20,8 +20,8 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -42,18 +42,9 @@ from .domain import Bet, Closing, Entry, RefundItem, SettleItem, Transaction, Tx
 from .errors import InsufficientFunds, InvalidRequest, LedgerError, StoreBusy
 from .money import from_minor, parse_decimal, render, to_minor
 from .stores import CheckReport, Retry, Store, UnitOfWork, open_store
+from .views import Balance, BetView, Movement, PoolReport, StatementLine
 
-__all__ = [
-    "Balance",
-    "BetView",
-    "ClosedBets",
-    "Ledger",
-    "Movement",
-    "PlacedBets",
-    "PoolReport",
-    "StatementLine",
-    "open_ledger",
-]
+__all__ = ["ClosedBets", "Ledger", "PlacedBets", "open_ledger"]
 
 log = logging.getLogger("ledger")
 
@@ -61,65 +52,6 @@ T = TypeVar("T")
 P = TypeVar("P", RefundParticipant, SettleParticipant)
 
 Payload = Mapping[str, Any] | bytes | str
-
-
-@dataclass(frozen=True, slots=True)
-class Balance:
-    """A user's money in one currency: ``available`` to spend, ``held`` for open entries."""
-
-    currency: str
-    available: Decimal
-    held: Decimal
-
-    def to_dict(self) -> dict[str, str]:
-        return {"currency": self.currency, "available": str(self.available), "held": str(self.held)}
-
-
-@dataclass(frozen=True, slots=True)
-class StatementLine:
-    """One movement on a user's available or held balance."""
-
-    id: int
-    created_at: datetime
-    account: str
-    currency: str
-    amount: Decimal
-    kind: str
-    bet_uid: int | None
-    reference: str | None
-    transaction_id: int
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["amount"] = str(self.amount)
-        # SQLite hands timestamps back without a zone; they were written in UTC.
-        stamp = self.created_at
-        data["created_at"] = (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).isoformat()
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class BetView:
-    """A bet as the ledger recorded it, amounts as exact decimals."""
-
-    uid: int
-    user: str
-    pool_uid: int
-    currency: str
-    amount: Decimal
-    rake: Decimal
-    funding: str
-    state: str
-    payout: Decimal | None
-    payout_currency: str | None
-    secrets: Mapping[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        for name in ("amount", "rake", "payout"):
-            data[name] = None if data[name] is None else str(data[name])
-        data["secrets"] = dict(self.secrets)
-        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,33 +72,11 @@ class ClosedBets:
 
 
 @dataclass(frozen=True, slots=True)
-class Movement:
-    """A deposit or withdrawal; ``applied`` is false for an idempotent re-send."""
-
-    reference: str
-    user: str
-    currency: str
-    amount: Decimal
-    applied: bool
-
-
-@dataclass(frozen=True, slots=True)
 class _Placement:
     """A validated Place Bet request on its way to the writer."""
 
     entries: list[Entry]
     reference: str
-
-
-@dataclass(frozen=True, slots=True)
-class PoolReport:
-    """A tournament's entries by currency: stakes, rake, payouts and what is still held."""
-
-    pool_uid: int
-    currencies: list[dict[str, Any]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pool_uid": self.pool_uid, "currencies": self.currencies}
 
 
 class Ledger:
@@ -586,9 +496,15 @@ class Ledger:
     def bet(self, uid: int) -> BetView | None:
         """The recorded bet, or ``None``."""
         uid = _int64(uid, "bet uid")
-        found = self._read(lambda uow: uow.get_bets([uid])).get(uid)
+
+        def read(uow: UnitOfWork) -> tuple[Bet | None, tuple[datetime, datetime | None] | None]:
+            # The times are a read of their own: get_bets serves the write path and stays lean.
+            return uow.get_bets([uid]).get(uid), uow.bet_times(uid)
+
+        found, times = self._read(read)
         if found is None:
             return None
+        placed_at, closed_at = times or (None, None)
         return BetView(
             uid=found.uid,
             user=found.user,
@@ -605,6 +521,8 @@ class Ledger:
             ),
             payout_currency=found.payout_currency,
             secrets=dict(found.secrets),
+            placed_at=placed_at,
+            closed_at=closed_at,
         )
 
     def pool_report(self, pool_uid: int) -> PoolReport:
