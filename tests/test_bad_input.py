@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 import pytest
 
 import ledger
@@ -349,3 +350,10 @@ def test_a_statement_page_or_pool_beyond_64_bits_is_bad_input(book: ledger.Ledge
         book.statement("u1", before=2**64)
     with raises_key(REQUEST):
         book.pool_report(2**64)
+
+
+def test_payload_schemas_describe_amounts_as_bounded_strings_or_numbers() -> None:
+    schema = msgspec.json.schema(ledger.SettleRequest)
+    payout = schema["$defs"]["SettleBet"]["properties"]["payout"]
+    assert {"type": "number"} in payout["anyOf"]
+    assert {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$", "maxLength": 40} in payout["anyOf"]

@@ -100,6 +100,21 @@ def _amount_hook(kind: type[Any], value: Any) -> Any:
         raise ValueError(error.message) from None
 
 
+AmountField = Annotated[
+    Amount,
+    Meta(
+        extra_json_schema={
+            "anyOf": [
+                {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$", "maxLength": 40},
+                {"type": "number"},
+            ],
+            "description": "A decimal string or a JSON number, at most 40 characters",
+        }
+    ),
+]
+"""An :class:`Amount` field, described for JSON Schema (msgspec cannot guess a custom type)."""
+
+
 class _Model(Struct, frozen=True, gc=False):
     pass
 
@@ -114,9 +129,10 @@ class Pool(_Model, frozen=True):
 
 class PlaceBet(_Model, frozen=True):
     uid: Id
-    amount: Amount
+    amount: AmountField
     currency: Currency
-    rake: Amount = Amount(0)
+    # A factory rather than a default: JSON Schema cannot encode a default of a custom type.
+    rake: AmountField = msgspec.field(default_factory=Amount)
     uuid: RequestUuid | None = None
     ticket: Ticket | None = None
 
@@ -136,8 +152,8 @@ class PlaceBetsRequest(_Model, frozen=True):
 class RefundBet(_Model, frozen=True):
     uid: Id
     # The refund's own amounts are informational: the ledger reverses what it recorded.
-    amount: Amount | None = None
-    rake: Amount | None = None
+    amount: AmountField | None = None
+    rake: AmountField | None = None
 
 
 class RefundParticipant(_Model, frozen=True):
@@ -158,7 +174,7 @@ class RefundRequest(_Model, frozen=True):
 
 class SettleBet(_Model, frozen=True):
     uid: Id
-    payout: Amount
+    payout: AmountField
     # The payout currency; when absent the bet's own currency is meant.
     currency: Currency | None = None
 
