@@ -266,6 +266,7 @@ HUGE_BODIES: dict[str, tuple[str, dict[str, Any]]] = {
     "place amount number": ("place_bets", P.place(P.entry(2, amount=D(HUGE)))),
     "place amount string": ("place_bets", P.place(P.entry(2, amount=HUGE))),
     "place rake number": ("place_bets", P.place(P.entry(2, rake=D(HUGE)))),
+    "place amount integer of 4,001 digits": ("place_bets", P.place(P.entry(2, amount=10**4000))),
     "settle payout number": ("settle", _settle_paying(D(HUGE))),
     "settle payout string": ("settle", P.settle(7, (1, HUGE))),
     "refund amount number": ("refund", _refund_claiming(D(HUGE))),
