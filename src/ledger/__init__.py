@@ -32,18 +32,9 @@ from .errors import (
     Unauthorized,
     UnknownCurrency,
 )
-from .service import (
-    Balance,
-    BetView,
-    ClosedBets,
-    Ledger,
-    Movement,
-    PlacedBets,
-    PoolReport,
-    StatementLine,
-    open_ledger,
-)
+from .service import ClosedBets, Ledger, PlacedBets, open_ledger
 from .stores import CheckReport
+from .views import Balance, BetView, Movement, PoolReport, StatementLine
 
 __all__ = [
     "Balance",

@@ -1,8 +1,10 @@
 """The ``ledger`` command (click).
 
 Every command that touches the database takes ``--db URL`` (default ``$LEDGER_DATABASE_URL``,
-else ``sqlite:///ledger.db``). Errors print ``error: <key>: <message>`` on stderr and exit 1;
-``ledger check`` exits 1 when an invariant fails.
+else ``sqlite:///ledger.db``). The read commands (``balance``, ``statement``, ``bet``,
+``check``) never create a database; ``db upgrade``, ``deposit``, ``withdraw`` and ``serve`` do.
+Errors print ``error: <key>: <message>`` on stderr and exit 1; ``ledger check`` exits 1 when an
+invariant fails. ``--json`` prints one line of JSON, in the shapes of :mod:`ledger.views`.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ import importlib
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
 
+from . import views
 from .currencies import CurrencyTable
 from .errors import LedgerError
 from .service import Ledger, open_ledger
@@ -41,10 +45,17 @@ def db_option(function: F) -> F:
 
 
 @contextmanager
-def opened(db: str, *, migrate: bool | None = None) -> Iterator[Ledger]:
-    """Open the ledger, turning any ledger error into a clean exit."""
+def opened(db: str, *, migrate: bool | None = None, create: bool = True) -> Iterator[Ledger]:
+    """Open the ledger, turning any ledger error into a clean exit.
+
+    ``create=False`` is for the read commands: a SQLite file that does not exist is refused
+    (``store.not_found``) rather than created empty, so that a typo in ``--db`` cannot report
+    an empty, clean ledger.
+    """
     try:
-        book = open_ledger(db, currencies=CurrencyTable.from_env(os.environ), migrate=migrate)
+        book = open_ledger(
+            db, currencies=CurrencyTable.from_env(os.environ), migrate=migrate, create=create
+        )
     except (LedgerError, ValueError) as error:
         fail(error)
     try:
@@ -63,10 +74,59 @@ def fail(error: Exception) -> Any:
 
 
 def emit(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    # One line: what the README shows, and what `jq` and log shippers read best.
+    click.echo(json.dumps(data))
 
 
-@click.group()
+SHORT_KEY_WARNING = (
+    "warning: jwt.short_secret: the JWT secret is shorter than RFC 7518 section 3.2 asks for "
+    "its algorithm (32 bytes for HS256, 48 for HS384, 64 for HS512): anyone holding one token "
+    "can guess a short secret offline; agree a longer one with the platform"
+)
+
+
+@contextmanager
+def _short_secret_warning() -> Iterator[None]:
+    """Say PyJWT's ``InsecureKeyLengthWarning`` once, in the project's words.
+
+    Warned, not refused: the secret is the one the platform shares, not ours to choose. Matched
+    by name, so that the CLI does not import PyJWT (the library alone does not need it).
+    """
+    said = False
+    original = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        nonlocal said
+        if category.__name__ != "InsecureKeyLengthWarning":
+            original(message, category, filename, lineno, file, line)
+        elif not said:
+            said = True
+            click.echo(SHORT_KEY_WARNING, err=True)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+class _Main(click.Group):
+    """The ``ledger`` group: every command's ledger errors print ``error: <key>: <message>``."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with _short_secret_warning():
+            try:
+                return super().invoke(ctx)
+            except LedgerError as error:
+                fail(error)
+
+
+@click.group(cls=_Main)
 @click.version_option(package_name="ledger")
 def main() -> None:
     """A double-entry wallet ledger for a fantasy-sports platform's wallet callbacks."""
@@ -106,21 +166,9 @@ def _movement(kind: str) -> Callable[..., None]:
             move = book.deposit if kind == "deposit" else book.withdraw
             result = move(user, currency, amount, reference)
         if as_json:
-            emit(
-                {
-                    "reference": result.reference,
-                    "user": result.user,
-                    "currency": result.currency,
-                    "amount": str(result.amount),
-                    "applied": result.applied,
-                }
-            )
-            return
-        state = "applied" if result.applied else "already applied (nothing done)"
-        click.echo(
-            f"{kind} {result.reference}: {result.amount} {result.currency} "
-            f"for {result.user} {state}"
-        )
+            emit(result.to_dict())
+        else:
+            click.echo(views.movement_text(kind, result))
 
     return command
 
@@ -133,7 +181,7 @@ main.command("withdraw", help="Pay AMOUNT of CURRENCY out of USER's available ba
 )
 
 
-# --- reads -------------------------------------------------------------------------------------
+# --- reads: they never create a database ---------------------------------------------------------
 
 
 @main.command()
@@ -143,15 +191,13 @@ main.command("withdraw", help="Pay AMOUNT of CURRENCY out of USER's available ba
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def balance(db: str, user: str, currency: str | None, as_json: bool) -> None:
     """Show USER's available and held balances."""
-    with opened(db) as book:
+    with opened(db, create=False) as book:
         balances = book.balance(user, currency)
     if as_json:
-        emit({"user": user, "balances": [item.to_dict() for item in balances]})
+        emit(views.balances_dict(user, balances))
         return
-    if not balances:
-        click.echo(f"{user} has no balances")
-    for item in balances:
-        click.echo(f"{item.currency}  available {item.available}  held {item.held}")
+    for line in views.balance_lines(user, balances):
+        click.echo(line)
 
 
 @main.command()
@@ -159,20 +205,27 @@ def balance(db: str, user: str, currency: str | None, as_json: bool) -> None:
 @click.argument("user")
 @click.option("--currency", help="Only this currency.")
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@click.option(
+    "--before",
+    type=int,
+    default=None,
+    help="Only lines older than this line id: the cursor the previous page printed.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def statement(db: str, user: str, currency: str | None, limit: int, as_json: bool) -> None:
-    """Show USER's movements, newest first."""
-    with opened(db) as book:
-        lines = book.statement(user, currency, limit=limit)
+def statement(
+    db: str, user: str, currency: str | None, limit: int, before: int | None, as_json: bool
+) -> None:
+    """Show USER's movements, newest first, a page at a time."""
+    with opened(db, create=False) as book:
+        lines = book.statement(user, currency, limit=limit, before=before)
+    next_page = views.next_before(lines, limit)
     if as_json:
-        emit({"user": user, "lines": [line.to_dict() for line in lines]})
+        emit(views.statement_dict(user, lines, next_page))
         return
     for line in lines:
-        subject = f"bet {line.bet_uid}" if line.bet_uid is not None else line.reference or ""
-        click.echo(
-            f"{line.created_at:%Y-%m-%d %H:%M:%S}  {line.kind:<10} {line.account:<9} "
-            f"{line.amount:>14} {line.currency}  {subject}"
-        )
+        click.echo(views.statement_line_text(line))
+    if next_page is not None:
+        click.echo(f"next page: --before {next_page}")
 
 
 @main.command()
@@ -181,19 +234,15 @@ def statement(db: str, user: str, currency: str | None, limit: int, as_json: boo
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def bet(db: str, bet_uid: int, as_json: bool) -> None:
     """Show the recorded state of bet BET_UID."""
-    with opened(db) as book:
+    with opened(db, create=False) as book:
         found = book.bet(bet_uid)
     if found is None:
         click.echo(f"error: bet.not_found: bet {bet_uid} is unknown", err=True)
         sys.exit(1)
     if as_json:
         emit(found.to_dict())
-        return
-    payout = f", payout {found.payout} {found.payout_currency}" if found.payout is not None else ""
-    click.echo(
-        f"bet {found.uid}: {found.state}, user {found.user}, pool {found.pool_uid}, "
-        f"{found.amount} + rake {found.rake} {found.currency} ({found.funding}){payout}"
-    )
+    else:
+        click.echo(views.bet_text(found))
 
 
 @main.command()
@@ -201,27 +250,13 @@ def bet(db: str, bet_uid: int, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def check(db: str, as_json: bool) -> None:
     """Verify the journal's invariants; exit 1 with a report when one fails."""
-    with opened(db) as book:
+    with opened(db, create=False) as book:
         report = book.check()
     if as_json:
-        emit(
-            {
-                "ok": report.ok,
-                "problems": report.problems,
-                "transactions": report.transactions,
-                "postings": report.postings,
-                "accounts": report.accounts,
-                "bets": report.bets,
-            }
-        )
+        emit(views.check_dict(report))
     else:
-        for problem in report.problems:
-            click.echo(f"FAIL {problem}")
-        verdict = "ok" if report.ok else f"{len(report.problems)} problem(s)"
-        click.echo(
-            f"{verdict}: {report.transactions} transactions, {report.postings} postings, "
-            f"{report.accounts} accounts, {report.bets} bets"
-        )
+        for line in views.check_lines(report):
+            click.echo(line)
     sys.exit(0 if report.ok else 1)
 
 

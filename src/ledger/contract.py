@@ -11,8 +11,9 @@ reads numbers as binary floats (``1.0000000000000000000001`` became ``1``): a ro
 
 Rules enforced while decoding: ids are JSON integers (never booleans, floats or strings) that
 fit 64 bits; texts are bounded and NUL-free (Postgres refuses NUL, which would make bad input a
-5xx); currencies are short codes; lists of entries are non-empty. Amounts are decimals from
-JSON numbers or decimal strings; their sign and precision are checked per currency later, by
+5xx); currencies are short codes; lists of entries are non-empty. Amounts (:class:`Amount`) are
+JSON numbers or plain decimal strings, bounded to :data:`ledger.money.MAX_AMOUNT_CHARS` before
+anything converts them; their sign and precision are checked per currency later, by
 :func:`ledger.money.to_minor`.
 
 This module is the one home of those rules: the same constants build the msgspec types and the
@@ -33,6 +34,7 @@ from msgspec import Meta, Struct
 
 from .domain import HELD_SUFFIX
 from .errors import InvalidAmount, InvalidRequest
+from .money import is_plain_decimal, parse_decimal, parse_number
 
 __all__ = [
     "EVENTS",
@@ -42,6 +44,7 @@ __all__ = [
     "REFUND_BET",
     "REFUND_TOURNAMENT",
     "SETTLE_BET",
+    "Amount",
     "PlaceBetEntry",
     "PlaceBetsRequest",
     "RefundRequest",
@@ -143,6 +146,58 @@ def check_currency(value: object) -> str:
     return value.upper()
 
 
+class Amount(Decimal):
+    """An amount as a payload carries it: a ``Decimal`` whose text was bounded and checked first.
+
+    msgspec would read a ``Decimal`` field itself, from any number of digits and from strings
+    such as ``"1_000"`` or ``" 5 "``. Declared as this type instead, every amount passes through
+    :func:`_amount_hook` (strings, integers, and values given in code) or :func:`_number_hook`
+    (JSON numbers with a fraction or exponent, as their text), which apply the rules of
+    :func:`ledger.money.parse_decimal` before converting. Everything else treats it as the
+    ``Decimal`` it is.
+    """
+
+    __slots__ = ()
+
+
+def _number_hook(text: str) -> Amount:
+    # msgspec's float_hook: a JSON number with a fraction or exponent, still as its text.
+    try:
+        return Amount(parse_number(text))
+    except InvalidAmount as error:
+        raise ValueError(error.message) from None  # msgspec adds where: "- at `$...amount`"
+
+
+def _amount_hook(kind: type[Any], value: Any) -> Any:
+    # msgspec's dec_hook: a JSON string or integer in an Amount field, or a Python value given
+    # to validate() in a dict (str, int, Decimal, or a float from json.loads).
+    if kind is not Amount:
+        raise NotImplementedError(kind)
+    if isinstance(value, Amount):
+        return value  # from _number_hook: already checked
+    if isinstance(value, str) and is_plain_decimal(value):
+        return Amount(value)  # the common case, without building a Decimal twice
+    try:
+        return Amount(parse_decimal(value, field="amount"))
+    except InvalidAmount as error:
+        raise ValueError(error.message) from None
+
+
+AmountField = Annotated[
+    Amount,
+    Meta(
+        extra_json_schema={
+            "anyOf": [
+                {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$", "maxLength": 40},
+                {"type": "number"},
+            ],
+            "description": "A decimal string or a JSON number, at most 40 characters",
+        }
+    ),
+]
+"""An :class:`Amount` field, described for JSON Schema (msgspec cannot guess a custom type)."""
+
+
 class _Model(Struct, frozen=True, gc=False):
     pass
 
@@ -157,9 +212,10 @@ class Pool(_Model, frozen=True):
 
 class PlaceBet(_Model, frozen=True):
     uid: Id
-    amount: Decimal
+    amount: AmountField
     currency: Currency
-    rake: Decimal = Decimal(0)
+    # A factory rather than a default: JSON Schema cannot encode a default of a custom type.
+    rake: AmountField = msgspec.field(default_factory=Amount)
     uuid: RequestUuid | None = None
     ticket: Ticket | None = None
 
@@ -180,8 +236,8 @@ class RefundBet(_Model, frozen=True):
     uid: Id
     # The refund's own amounts and the echoed secrets are informational: the ledger reverses
     # what it recorded, and notes a difference.
-    amount: Decimal | None = None
-    rake: Decimal | None = None
+    amount: AmountField | None = None
+    rake: AmountField | None = None
     secrets: dict[str, Any] | None = None
 
 
@@ -203,7 +259,7 @@ class RefundRequest(_Model, frozen=True):
 
 class SettleBet(_Model, frozen=True):
     uid: Id
-    payout: Decimal
+    payout: AmountField
     # The payout currency; when absent the bet's own currency is meant.
     currency: Currency | None = None
     secrets: dict[str, Any] | None = None  # echoed from Place Bet: compared, never enforced
@@ -233,18 +289,28 @@ _decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
 def _decoder(model: type[M]) -> msgspec.json.Decoder[M]:
     decoder = _decoders.get(model)
     if decoder is None:
-        decoder = _decoders[model] = msgspec.json.Decoder(model)
+        decoder = _decoders[model] = msgspec.json.Decoder(
+            model, dec_hook=_amount_hook, float_hook=_number_hook
+        )
     return decoder
 
 
-_EXACT: msgspec.json.Decoder[Any] = msgspec.json.Decoder(float_hook=Decimal)
+def _exact_number(text: str) -> Decimal:
+    return parse_number(text, field="number")
+
+
+_EXACT: msgspec.json.Decoder[Any] = msgspec.json.Decoder(float_hook=_exact_number)
 
 
 def parse_json(body: bytes | str) -> Any:
     """Parse a JSON document exactly: numbers with a fraction or exponent become ``Decimal``.
 
     Raises :class:`InvalidRequest` (``request.malformed_json``) for anything that is not one
-    well-formed UTF-8 JSON document (NaN and Infinity are not JSON).
+    well-formed UTF-8 JSON document (NaN and Infinity are not JSON), and
+    :class:`InvalidAmount` for such a number longer than
+    :data:`ledger.money.MAX_AMOUNT_CHARS` characters, refused before it is converted (integers
+    are bounded by the parser itself, at 4,300 digits, and then by
+    :func:`ledger.money.parse_decimal`).
     """
     try:
         return _EXACT.decode(body)
@@ -276,7 +342,7 @@ def validate(model: type[M], payload: M | Mapping[str, Any] | bytes | str) -> M:
             # msgspec turns each into the Decimal of its shortest round-trip repr, which
             # reproduces the digits the JSON text held for amounts of up to 15 significant
             # digits (for exactness beyond that, pass the raw bytes).
-            return msgspec.convert(payload, model, strict=True)
+            return msgspec.convert(payload, model, strict=True, dec_hook=_amount_hook)
     except msgspec.ValidationError as exc:
         # "Expected `decimal`, got `bool` - at `$.bets[0].bet.amount`": name a bad amount as one.
         if str(exc).rsplit(".", 1)[-1].rstrip("`") in AMOUNT_FIELDS:

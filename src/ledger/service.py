@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from threading import Lock
 from types import TracebackType
@@ -30,10 +29,11 @@ from .contract import (
     validate,
 )
 from .currencies import CurrencyTable
-from .domain import ClosedBets, Entry, PlacedBets, PlaceRequest, RefundItem, SettleClaim
+from .domain import Bet, ClosedBets, Entry, PlacedBets, PlaceRequest, RefundItem, SettleClaim
 from .errors import InvalidRequest, LedgerError
 from .money import from_minor, parse_decimal, render, to_minor
 from .stores import CheckReport, Store, UnitOfWork, open_store
+from .views import Balance, BetView, Movement, PoolReport, StatementLine
 from .writer import (
     Command,
     DirectWriter,
@@ -45,17 +45,7 @@ from .writer import (
     Writer,
 )
 
-__all__ = [
-    "Balance",
-    "BetView",
-    "ClosedBets",
-    "Ledger",
-    "Movement",
-    "PlacedBets",
-    "PoolReport",
-    "StatementLine",
-    "open_ledger",
-]
+__all__ = ["ClosedBets", "Ledger", "PlacedBets", "open_ledger"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,87 +55,6 @@ Payload = Mapping[str, Any] | bytes | str
 # Bodies larger than this are decoded on a worker thread: a settle of a million participants is
 # 300 MB of JSON and takes seconds, which must not stall the caller (an event loop, say).
 INLINE_BODY = 64 * 1024
-
-
-@dataclass(frozen=True, slots=True)
-class Balance:
-    """A user's money in one currency: ``available`` to spend, ``held`` for open entries."""
-
-    currency: str
-    available: Decimal
-    held: Decimal
-
-    def to_dict(self) -> dict[str, str]:
-        return {"currency": self.currency, "available": str(self.available), "held": str(self.held)}
-
-
-@dataclass(frozen=True, slots=True)
-class StatementLine:
-    """One movement on a user's available or held balance."""
-
-    id: int
-    created_at: datetime
-    account: str
-    currency: str
-    amount: Decimal
-    kind: str
-    bet_uid: int | None
-    reference: str | None
-    transaction_id: int
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["amount"] = str(self.amount)
-        # SQLite hands timestamps back without a zone; they were written in UTC.
-        stamp = self.created_at
-        data["created_at"] = (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).isoformat()
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class BetView:
-    """A bet as the ledger recorded it, amounts as exact decimals."""
-
-    uid: int
-    user: str
-    pool_uid: int
-    currency: str
-    amount: Decimal
-    rake: Decimal
-    funding: str
-    state: str
-    payout: Decimal | None
-    payout_currency: str | None
-    secrets: Mapping[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        for name in ("amount", "rake", "payout"):
-            data[name] = None if data[name] is None else str(data[name])
-        data["secrets"] = dict(self.secrets)
-        return data
-
-
-@dataclass(frozen=True, slots=True)
-class Movement:
-    """A deposit or withdrawal; ``applied`` is false for an idempotent re-send."""
-
-    reference: str
-    user: str
-    currency: str
-    amount: Decimal
-    applied: bool
-
-
-@dataclass(frozen=True, slots=True)
-class PoolReport:
-    """A tournament's entries by currency: stakes, rake, payouts and what is still held."""
-
-    pool_uid: int
-    currencies: list[dict[str, Any]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pool_uid": self.pool_uid, "currencies": self.currencies}
 
 
 class Ledger:
@@ -391,9 +300,15 @@ class Ledger:
     def bet(self, uid: int) -> BetView | None:
         """The recorded bet, or ``None``."""
         uid = check_id(uid, "bet uid")
-        found = self._read(lambda uow: uow.get_bets([uid])).get(uid)
+
+        def read(uow: UnitOfWork) -> tuple[Bet | None, tuple[datetime, datetime | None] | None]:
+            # The times are a read of their own: get_bets serves the write path and stays lean.
+            return uow.get_bets([uid]).get(uid), uow.bet_times(uid)
+
+        found, times = self._read(read)
         if found is None:
             return None
+        placed_at, closed_at = times or (None, None)
         return BetView(
             uid=found.uid,
             user=found.user,
@@ -410,6 +325,8 @@ class Ledger:
             ),
             payout_currency=found.payout_currency,
             secrets=dict(found.secrets),
+            placed_at=placed_at,
+            closed_at=closed_at,
         )
 
     def pool_report(self, pool_uid: int) -> PoolReport:

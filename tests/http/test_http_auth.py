@@ -288,3 +288,49 @@ def test_client_address_believes_forwarded_for_only_from_trusted_proxies() -> No
     assert str(client_address("10.0.0.5", "nonsense", proxies)) == "10.0.0.5"
     # IPv4 clients on a dual-stack socket match IPv4 networks.
     assert str(client_address("::ffff:10.0.0.5", "198.51.100.7", proxies)) == "198.51.100.7"
+
+
+# --- claims of the wrong JSON type ---------------------------------------------------------------
+
+
+def _signed(**claims: Any) -> str:
+    body: dict[str, Any] = {"role": "admin", "sub": "platform", "exp": int(time.time()) + 300}
+    body.update(claims)
+    return jwt.encode(body, SECRET, algorithm="HS256")
+
+
+_SOON = int(time.time()) + 3600
+WRONG_TYPED_CLAIMS: dict[str, dict[str, Any]] = {
+    "exp numeric string": {"exp": str(_SOON)},
+    "exp padded string": {"exp": f" {_SOON}"},
+    "exp boolean": {"exp": True},
+    "exp null": {"exp": None},
+    "exp list": {"exp": [_SOON]},
+    "nbf numeric string": {"nbf": "1"},
+    "nbf boolean": {"nbf": False},
+    "iat numeric string": {"iat": str(int(time.time()))},
+    "iat boolean": {"iat": True},
+    "iat object": {"iat": {"t": 1}},
+    "role number": {"role": 1},
+    "role list": {"role": ["admin"]},
+    "sub boolean": {"sub": True},
+    "sub float": {"sub": 4.5},
+    "sub list": {"sub": ["x"]},
+    "uid object": {"uid": {"id": 1}},
+}
+
+
+@pytest.mark.parametrize("claims", WRONG_TYPED_CLAIMS.values(), ids=WRONG_TYPED_CLAIMS.keys())
+def test_claims_of_the_wrong_type_are_401_on_first_use_and_every_reuse(
+    client: TestClient[Any], claims: dict[str, Any]
+) -> None:
+    authorization = bearer(_signed(**claims))
+    for _ in range(3):  # the first use and re-uses that could hit the verified-token memory
+        response = call(client, authorization)
+        assert response.status_code == 401, response.text
+        assert response.json()["error"] == "auth.invalid_token"
+
+
+def test_a_float_exp_is_remembered_as_a_number_and_reused(client: TestClient[Any]) -> None:
+    authorization = bearer(_signed(exp=time.time() + 300.5))
+    assert [call(client, authorization).status_code for _ in range(3)] == [200, 200, 200]

@@ -145,6 +145,45 @@ def test_negative_amount_is_400(wallet: Wallet) -> None:
     assert response.status_code == 400
 
 
+HUGE = "1." + "0" * 300_000
+
+HUGE_CALLBACKS = {
+    "place amount number": ("/bets", PLACE, place(entry(1, amount=Decimal(HUGE)))),
+    "place rake string": ("/bets", PLACE, place(entry(1, rake=HUGE))),
+    "settle payout string": ("/winners", SETTLE, settle(7, (1, HUGE))),
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "event", "body"), HUGE_CALLBACKS.values(), ids=HUGE_CALLBACKS.keys()
+)
+def test_an_amount_of_300000_digits_is_a_short_400_by_the_length_rule(
+    wallet: Wallet, path: str, event: str, body: Any
+) -> None:
+    wallet.deposit("u1", "100.00")
+    wallet.place(place(entry(1)))
+    response = wallet.post(path, body, event)
+    assert response.status_code == 400
+    assert error_of(response) == "amount.invalid"
+    assert "longer than 40 characters" in response.json()["message"]
+    assert len(response.content) < 200  # the 300 KB are not echoed back
+
+
+@pytest.mark.parametrize("amount", ["1_000", "\uff11\uff10", "\u0661\u0660", " 5 ", "5e0"])
+def test_an_amount_string_that_is_not_a_plain_decimal_is_400(wallet: Wallet, amount: str) -> None:
+    wallet.deposit("u1", "2000.00")
+    response = wallet.place(place(entry(1, amount=amount)))
+    assert response.status_code == 400
+    assert error_of(response) == "amount.invalid"
+    assert wallet.balance("u1") == ("2000.00", "0.00")
+
+
+def test_a_json_number_with_an_exponent_is_still_an_amount(wallet: Wallet) -> None:
+    wallet.deposit("u1", "100.00")
+    assert wallet.place(place(entry(1, amount=Decimal("1.5E+1")))).status_code == 200
+    assert wallet.balance("u1") == ("84.00", "16.00")
+
+
 @pytest.mark.parametrize(
     "raw",
     [

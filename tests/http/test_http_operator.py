@@ -83,6 +83,42 @@ def test_bad_deposit_is_400(wallet: Wallet, raw: bytes) -> None:
     assert "error" in response.json()
 
 
+@pytest.mark.parametrize(
+    "amount",
+    [
+        b'"1_000"',
+        '"\uff11\uff10"'.encode(),
+        '"\u0661\u0660"'.encode(),
+        b'" 5 "',
+        b'"1e2"',
+        b'"1.' + b"0" * 300_000 + b'"',
+        b"1." + b"0" * 300_000,
+        b"1" + b"0" * 4000,
+    ],
+    ids=[
+        "underscores",
+        "fullwidth",
+        "arabic-indic",
+        "padded",
+        "exponent-string",
+        "string-of-300000-digits",
+        "number-of-300000-digits",
+        "integer-of-4001-digits",
+    ],
+)
+@pytest.mark.parametrize("path", ["/admin/deposits", "/admin/withdrawals"])
+def test_a_movement_amount_that_is_not_a_bounded_plain_decimal_is_a_short_400(
+    wallet: Wallet, path: str, amount: bytes
+) -> None:
+    wallet.deposit("u1", "10.00", ref="seed")
+    raw = b'{"user": "u1", "currency": "EUR", "amount": ' + amount + b', "reference": "x"}'
+    response = admin_post(wallet, path, raw)
+    assert response.status_code == 400, response.text[:200]
+    assert response.json()["error"] == "amount.invalid"
+    assert len(response.content) < 300
+    assert wallet.balance("u1") == ("10.00", "0.00")
+
+
 def test_withdrawal_debits_and_refuses_an_overdraft_with_402(wallet: Wallet) -> None:
     wallet.deposit("u1", "10.00")
     ok = admin_post(

@@ -12,11 +12,13 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 import pytest
 
 import ledger
 from support import payloads as P
 from support.books import balance, raises_key
+from support.httpkit import dumps
 
 D = Decimal
 REQUEST = "request.invalid"
@@ -97,6 +99,15 @@ PLACE_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("amount huge", {"bet__amount": D("1e30")}, AMOUNT),
     ("amount just over the limit", {"bet__amount": "1000000000000000.01"}, AMOUNT),
     ("amount with absurd exponent", {"bet__amount": "1E-999999999"}, AMOUNT),
+    # amount strings are plain ASCII decimals
+    ("amount with underscores", {"bet__amount": "1_000"}, AMOUNT),
+    ("amount in fullwidth digits", {"bet__amount": "\uff11\uff10"}, AMOUNT),
+    ("amount in Arabic-Indic digits", {"bet__amount": "\u0661\u0660"}, AMOUNT),
+    ("amount padded with spaces", {"bet__amount": " 5 "}, AMOUNT),
+    ("amount string with an exponent", {"bet__amount": "1e1"}, AMOUNT),
+    ("rake with underscores", {"bet__rake": "0_1"}, AMOUNT),
+    ("amount string of 300,000 digits", {"bet__amount": "1." + "0" * 300_000}, AMOUNT),
+    ("amount of 41 digits", {"bet__amount": 10**40}, AMOUNT),
 ]
 
 
@@ -188,6 +199,9 @@ SETTLE_CASES: list[tuple[str, Any, str]] = [
     ("payout Infinity", "Infinity", AMOUNT),
     ("payout too precise", "1.001", AMOUNT),
     ("payout boolean", True, AMOUNT),
+    ("payout with underscores", "1_0.00", AMOUNT),
+    ("payout padded", " 1.00", AMOUNT),
+    ("payout of 300,000 digits", "1." + "0" * 300_000, AMOUNT),
     ("payout missing", _DELETE, REQUEST),
 ]
 
@@ -217,6 +231,58 @@ def test_bad_refund_bet_uid_is_refused(seeded: ledger.Ledger, field: str, value:
     body["pools"][0]["bets"][0]["bet"][field] = value
     with raises_key(REQUEST):
         seeded.refund(body)
+
+
+@pytest.mark.parametrize(
+    "amount",
+    ["1_000", "\uff11\uff10", " 11.00", "1." + "0" * 300_000],
+    ids=["underscores", "fullwidth", "padded", "300,000 digits"],
+)
+def test_a_refund_amount_that_is_not_a_plain_decimal_is_refused(
+    seeded: ledger.Ledger, amount: str
+) -> None:
+    body = P.refund(7, 1)
+    body["pools"][0]["bets"][0]["bet"]["amount"] = amount
+    with raises_key(AMOUNT):
+        seeded.refund(body)
+
+
+HUGE = "1." + "2" * 300_000
+
+
+def _refund_claiming(amount: Any) -> dict[str, Any]:
+    body = P.refund(7, 1)
+    body["pools"][0]["bets"][0]["bet"]["amount"] = amount
+    return body
+
+
+def _settle_paying(payout: Any) -> dict[str, Any]:
+    body = P.settle(7, (1, "1.00"))
+    body["pools"][0]["bets"][0]["bet"]["payout"] = payout
+    return body
+
+
+HUGE_BODIES: dict[str, tuple[str, dict[str, Any]]] = {
+    "place amount number": ("place_bets", P.place(P.entry(2, amount=D(HUGE)))),
+    "place amount string": ("place_bets", P.place(P.entry(2, amount=HUGE))),
+    "place rake number": ("place_bets", P.place(P.entry(2, rake=D(HUGE)))),
+    "place amount integer of 4,001 digits": ("place_bets", P.place(P.entry(2, amount=10**4000))),
+    "settle payout number": ("settle", _settle_paying(D(HUGE))),
+    "settle payout string": ("settle", P.settle(7, (1, HUGE))),
+    "refund amount number": ("refund", _refund_claiming(D(HUGE))),
+}
+
+
+@pytest.mark.parametrize(("method", "body"), HUGE_BODIES.values(), ids=HUGE_BODIES.keys())
+def test_an_amount_of_300000_digits_is_refused_by_the_length_rule_on_every_callback(
+    seeded: ledger.Ledger, method: str, body: dict[str, Any]
+) -> None:
+    call: Callable[[object], object] = getattr(seeded, method)
+    for payload in (dumps(body), body):  # raw JSON (numbers stay numbers) and the parsed dict
+        with raises_key(AMOUNT) as info:
+            call(payload)
+        assert "longer than 40 characters" in info.value.message
+        assert len(info.value.message) < 120
 
 
 def test_one_bad_entry_among_good_ones_places_nothing(seeded: ledger.Ledger) -> None:
@@ -249,6 +315,12 @@ def test_unknown_fields_are_ignored_at_every_level(book: ledger.Ledger) -> None:
         (lambda b: b.deposit("u1", "JPY", "1.5", reference="x"), AMOUNT),
         (lambda b: b.deposit("u1", "EUR", "1e30", reference="x"), AMOUNT),
         (lambda b: b.deposit("u1", "EUR", None, reference="x"), AMOUNT),
+        (lambda b: b.deposit("u1", "EUR", "1_000", reference="x"), AMOUNT),
+        (lambda b: b.deposit("u1", "EUR", "\uff11\uff10", reference="x"), AMOUNT),
+        (lambda b: b.deposit("u1", "EUR", "\u0661\u0660", reference="x"), AMOUNT),
+        (lambda b: b.deposit("u1", "EUR", " 5 ", reference="x"), AMOUNT),
+        (lambda b: b.deposit("u1", "EUR", "1." + "0" * 300_000, reference="x"), AMOUNT),
+        (lambda b: b.withdraw("u1", "EUR", "1_0", reference="x"), AMOUNT),
         (lambda b: b.deposit("", "EUR", "1", reference="x"), REQUEST),
         (lambda b: b.deposit(1, "EUR", "1", reference="x"), REQUEST),
         (lambda b: b.deposit("u\x00", "EUR", "1", reference="x"), REQUEST),
@@ -279,3 +351,10 @@ def test_a_statement_page_or_pool_beyond_64_bits_is_bad_input(book: ledger.Ledge
         book.statement("u1", before=2**64)
     with raises_key(REQUEST):
         book.pool_report(2**64)
+
+
+def test_payload_schemas_describe_amounts_as_bounded_strings_or_numbers() -> None:
+    schema = msgspec.json.schema(ledger.SettleRequest)
+    payout = schema["$defs"]["SettleBet"]["properties"]["payout"]
+    assert {"type": "number"} in payout["anyOf"]
+    assert {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$", "maxLength": 40} in payout["anyOf"]

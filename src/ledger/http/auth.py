@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import math
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -82,27 +83,33 @@ def authenticate(header: str | None, settings: Settings) -> Caller:
 def _decode(token: str, settings: Settings) -> dict[str, Any]:
     # The platform re-uses a token for many deliveries, and verifying one (header, HMAC, claim
     # checks) is the largest share of a Place Bet's own CPU time. A token verified once stays
-    # valid until it expires, so only the expiry is checked again for a remembered one.
+    # valid until it expires, so only the expiry is checked again for a remembered one. The
+    # memory holds only what a fresh verification accepted, with ``exp`` as a whole number.
     key = (token, settings.jwt_secrets, settings.jwt_algorithms, settings.jwt_leeway)
-    claims = _VERIFIED.get(key)
-    if claims is not None:
-        if time.time() > claims["exp"] + settings.jwt_leeway:
+    remembered = _VERIFIED.get(key)
+    if remembered is not None:
+        expires, claims = remembered
+        if _expired(expires, settings.jwt_leeway):
             _VERIFIED.pop(key, None)
             raise Unauthorized("the token has expired", key="auth.token_expired")
         return claims
     claims = _verify(token, settings)
+    expires = _check_claims(claims, settings.jwt_leeway)
     if len(_VERIFIED) >= VERIFIED_TOKENS:
         _VERIFIED.pop(next(iter(_VERIFIED)), None)  # forget the oldest
-    _VERIFIED[key] = claims
+    _VERIFIED[key] = (expires, claims)
     return claims
 
 
-# Tokens verified recently, oldest first, with their claims (each has a numeric "exp").
+# Tokens verified recently, oldest first: their whole-second expiry and their claims.
 VERIFIED_TOKENS = 1024
-_VERIFIED: dict[tuple[Any, ...], dict[str, Any]] = {}
+_VERIFIED: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = {}
+
+TIME_CLAIMS = ("exp", "nbf", "iat")
 
 
 def _verify(token: str, settings: Settings) -> dict[str, Any]:
+    """The claims of a token signed with one of the secrets; their types and times unchecked."""
     last: jwt.PyJWTError | None = None
     for secret in settings.jwt_secrets:
         try:
@@ -110,20 +117,64 @@ def _verify(token: str, settings: Settings) -> dict[str, Any]:
                 token,
                 secret,
                 algorithms=list(settings.jwt_algorithms),
-                leeway=settings.jwt_leeway,
+                # PyJWT reads "1795330035" (even " 1795330035") and true as times, and checks
+                # times before we could see the types: _check_claims does both, types first.
                 # The contract allows integer subjects, which PyJWT's ``sub`` check refuses.
-                options={"require": ["exp"], "verify_sub": False},
+                options={
+                    "require": ["exp"],
+                    "verify_exp": False,
+                    "verify_nbf": False,
+                    "verify_iat": False,
+                    "verify_sub": False,
+                },
             )
             return claims
         except jwt.InvalidSignatureError as exc:
             last = exc  # maybe signed with another (rotated) secret: try the next one
-        except jwt.ExpiredSignatureError:
-            raise Unauthorized("the token has expired", key="auth.token_expired") from None
         except jwt.MissingRequiredClaimError as exc:
             raise Unauthorized(f"the token has no {exc.claim!r} claim") from None
         except jwt.PyJWTError as exc:
             raise Unauthorized(f"invalid token: {exc}") from None
     raise Unauthorized(f"invalid token: {last or 'signature verification failed'}")
+
+
+def _check_claims(claims: dict[str, Any], leeway: int) -> int:
+    """Refuse claims of the wrong JSON type, then check the times; return ``exp`` in seconds.
+
+    Times are JSON numbers (a boolean is not one); ``role`` is a string; ``id``, ``uid`` and
+    ``sub`` are integers or strings (contract 5.4). ``null`` counts as absent for ``role`` and
+    the subjects, as the contract does not show the user token's claims. Every refusal is the
+    same 401 whether the token is new or was seen before.
+    """
+    for name in TIME_CLAIMS:
+        if name in claims and not _is_time(claims[name]):
+            raise Unauthorized(f"the token's {name!r} claim must be a number")
+    role = claims.get("role")
+    if role is not None and not isinstance(role, str):
+        raise Unauthorized("the token's 'role' claim must be a string")
+    for name in SUBJECT_CLAIMS:
+        value = claims.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | str)):
+            raise Unauthorized(f"the token's {name!r} claim must be an integer or a string")
+    # Whole seconds and the same comparisons as PyJWT's own claim checks.
+    now = time.time()
+    expires = int(claims["exp"])
+    if _expired(expires, leeway, now):
+        raise Unauthorized("the token has expired", key="auth.token_expired")
+    for name in ("nbf", "iat"):
+        if name in claims and int(claims[name]) > now + leeway:
+            raise Unauthorized(f"the token is not valid yet ({name})")
+    return expires
+
+
+def _is_time(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _expired(expires: int, leeway: int, now: float | None = None) -> bool:
+    return expires <= (time.time() if now is None else now) - leeway
 
 
 def _is_id(value: object) -> bool:

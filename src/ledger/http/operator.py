@@ -17,9 +17,11 @@ from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
 from litestar.params import PathParameter, QueryParameter
 
+from .. import views
 from ..contract import check_id, parse_json
 from ..errors import BetNotFound, InvalidRequest
-from ..service import Ledger, Movement
+from ..service import Ledger
+from ..views import StatementLine
 from .auth import check_operator
 from .callbacks import require_json
 from .runtime import Runtime
@@ -42,7 +44,7 @@ def operator_router(runtime: Runtime) -> Router:
         movement = await runtime.call(
             lambda ledger: ledger.deposit(user, currency, amount, reference)
         )
-        return _movement_dict(movement)
+        return movement.to_dict()
 
     @post("/withdrawals", status_code=200, summary="Pay a user out (idempotent, no overdraft)")
     async def withdrawal(request: Request[Any, Any, Any]) -> dict[str, Any]:
@@ -51,12 +53,12 @@ def operator_router(runtime: Runtime) -> Router:
         movement = await runtime.call(
             lambda ledger: ledger.withdraw(user, currency, amount, reference)
         )
-        return _movement_dict(movement)
+        return movement.to_dict()
 
     @get("/users/{uid:str}/balances", summary="A user's available and held balances")
     async def balances(uid: UserId) -> dict[str, Any]:
         found = await runtime.call(lambda ledger: ledger.balance(uid))
-        return {"user": uid, "balances": [balance.to_dict() for balance in found]}
+        return views.balances_dict(uid, found)
 
     @get("/users/{uid:str}/statement", summary="A user's movements, newest first, paginated")
     async def statement(
@@ -71,14 +73,11 @@ def operator_router(runtime: Runtime) -> Router:
         if before is not None:
             check_id(before, "before")
 
-        def read(ledger: Ledger) -> list[dict[str, Any]]:
-            lines = ledger.statement(uid, currency, limit=limit, before=before)
-            return [line.to_dict() for line in lines]
+        def read(ledger: Ledger) -> list[StatementLine]:
+            return ledger.statement(uid, currency, limit=limit, before=before)
 
         lines = await runtime.call(read)
-        # A full page may have more behind it; a short one is the last.
-        next_before = lines[-1]["id"] if len(lines) == limit else None
-        return {"user": uid, "lines": lines, "next_before": next_before}
+        return views.statement_dict(uid, lines, views.next_before(lines, limit))
 
     @get("/bets/{bet_uid:str}", summary="A bet as the ledger recorded it")
     async def bet(bet_uid: Annotated[str, PathParameter(description="bet.uid")]) -> dict[str, Any]:
@@ -101,14 +100,7 @@ def operator_router(runtime: Runtime) -> Router:
         """200 with ``ok: true`` when the books hold; 500 with the problems when they do not,
         so that a monitoring probe (``curl -f``) fails loudly."""
         found = await runtime.call(lambda ledger: ledger.check())
-        body: dict[str, Any] = {
-            "ok": found.ok,
-            "problems": found.problems,
-            "transactions": found.transactions,
-            "postings": found.postings,
-            "accounts": found.accounts,
-            "bets": found.bets,
-        }
+        body = views.check_dict(found)
         if not found.ok:
             body["error"] = "ledger.check_failed"
             body["message"] = f"{len(found.problems)} invariant(s) violated"
@@ -138,16 +130,6 @@ def _movement(body: bytes) -> tuple[str, str, Any, str]:
         if not isinstance(data[name], str):
             raise InvalidRequest(f"{name}: expected a string")
     return data["user"], data["currency"], data["amount"], data["reference"]
-
-
-def _movement_dict(movement: Movement) -> dict[str, Any]:
-    return {
-        "reference": movement.reference,
-        "user": movement.user,
-        "currency": movement.currency,
-        "amount": str(movement.amount),
-        "applied": movement.applied,
-    }
 
 
 def _parse_id(text: str, name: str) -> int:

@@ -4,6 +4,9 @@
 ``LEDGER_JWT_SECRET`` it runs in development mode, and only on a loopback address: it generates a
 secret and an operator token for this run and prints ready-to-paste ``curl`` commands. Anywhere
 else it refuses to start, because a wallet that accepts any caller pays anyone.
+
+Refusals raise :class:`~ledger.errors.LedgerError`, which the ``ledger`` group prints as
+``error: <key>: <message>`` (exit 1), like every other command's.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 import click
 import uvicorn
 
+from ..errors import LedgerError
 from ..settings import Settings, SettingsError
 from .app import create_app
 from .auth import mint_token
@@ -110,16 +114,17 @@ def serve(
     try:
         settings = Settings.from_env(environ)
     except SettingsError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise LedgerError(str(exc), key="config.invalid") from None
     if bool(ssl_certfile) != bool(ssl_keyfile):
-        raise click.ClickException("HTTPS needs both --ssl-certfile and --ssl-keyfile")
+        raise LedgerError("HTTPS needs both --ssl-certfile and --ssl-keyfile", key="config.invalid")
     scheme = "https" if ssl_certfile else "http"
     banner = None
     if not settings.jwt_secrets:
         if not _is_loopback(host):
-            raise click.ClickException(
+            raise LedgerError(
                 f"refusing to listen on {host} without LEDGER_JWT_SECRET: set the secret shared "
-                "with the platform, or use --host 127.0.0.1 for development mode"
+                "with the platform, or use --host 127.0.0.1 for development mode",
+                key="config.missing_secret",
             )
         settings, banner = _development(settings, f"{scheme}://{_url_host(host)}:{port}")
 
@@ -264,7 +269,10 @@ def token(
     """
     signing = (secret or "").split(",")[0].strip()
     if not signing:
-        raise click.ClickException("no secret: set LEDGER_JWT_SECRET or pass --secret")
+        raise LedgerError(
+            "no secret to sign with: set LEDGER_JWT_SECRET or pass --secret",
+            key="config.missing_secret",
+        )
     if algorithm is None:
         configured = os.environ.get("LEDGER_JWT_ALGORITHMS", "").split(",")[0].strip().upper()
         algorithm = configured or "HS256"

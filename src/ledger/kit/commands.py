@@ -371,10 +371,26 @@ def tickets_delete(
 @tickets.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8100, show_default=True)
-@click.option("--client", "client_name", envvar="LEDGER_CLIENT_NAME", required=True)
-@click.option("--secret", envvar="LEDGER_JWT_SECRET", required=True)
+@click.option(
+    "--client",
+    "client_name",
+    envvar="LEDGER_CLIENT_NAME",
+    required=True,
+    help="The client name callers must send in 'Bearer <client> <admin JWT>'. "
+    "Env: LEDGER_CLIENT_NAME.",
+)
+@click.option(
+    "--secret",
+    envvar="LEDGER_JWT_SECRET",
+    required=True,
+    help="The shared secret admin JWTs must be signed with (the first of a comma-separated "
+    "list). Env: LEDGER_JWT_SECRET.",
+)
 def tickets_serve(host: str, port: int, client_name: str, secret: str) -> None:
-    """Serve the simulated platform's ticket API (in memory) until interrupted."""
+    """Serve the simulated platform's ticket API (in memory) until interrupted.
+
+    --client and --secret default to LEDGER_CLIENT_NAME and LEDGER_JWT_SECRET.
+    """
     store = TicketStore(secret=_first_secret(secret))
     server = ServerThread(create_ticket_app(store, client_name=client_name), host=host, port=port)
     with server:

@@ -21,17 +21,21 @@ __all__ = [
 ]
 
 
-def open_store(url: str, *, migrate: bool | None = None, **options: Any) -> Store:
+def open_store(
+    url: str, *, migrate: bool | None = None, create: bool = True, **options: Any
+) -> Store:
     """Open the store a SQLAlchemy-style URL names.
 
-    ``sqlite:///path/ledger.db`` upgrades its schema itself unless ``migrate=False``;
+    ``sqlite:///path/ledger.db`` upgrades its schema itself unless ``migrate=False``, and creates
+    the file (and its directories) unless ``create=False``;
     ``postgresql+psycopg://...`` (also ``postgresql://`` and ``postgres://``) expects
     ``ledger db upgrade`` to have run, unless ``migrate=True``.
     """
     if url.startswith("sqlite"):
         from .sqlite import SqliteStore
 
-        return SqliteStore(url, migrate=True if migrate is None else migrate, **options)
+        migrate = True if migrate is None else migrate
+        return SqliteStore(url, migrate=migrate, create=create, **options)
     if url.startswith(("postgres://", "postgresql")):
         from .postgres import PostgresStore
 

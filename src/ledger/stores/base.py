@@ -130,6 +130,9 @@ class UnitOfWork(Protocol):
     def account_balances(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """The balances of the ``(name, currency)`` accounts that exist."""
 
+    def bet_times(self, uid: int) -> tuple[datetime, datetime | None] | None:
+        """When the bet was placed and closed (``None`` while open), or ``None`` if unknown."""
+
     def balances(self, user: str) -> list[AccountBalance]:
         """The user's balances, one per currency, sorted by currency."""
 

@@ -408,6 +408,12 @@ class SqlUnitOfWork:
                     found[(name, currency)] = balance
         return found
 
+    def bet_times(self, uid: int) -> tuple[datetime, datetime | None] | None:
+        query = select(bets.c.placed_at, bets.c.closed_at).where(bets.c.uid == uid)
+        with self._store.translate_errors():
+            row = self._conn.execute(query).first()
+        return None if row is None else (row.placed_at, row.closed_at)
+
     def balances(self, user: str) -> list[AccountBalance]:
         available, held = f"user:{user}", f"user:{user}:held"
         query = (

@@ -37,11 +37,21 @@ class SqliteStore(SqlStore):
 
     single_writer = True
 
-    def __init__(self, url: str, *, busy_timeout: float = 10.0, migrate: bool = True) -> None:
+    def __init__(
+        self, url: str, *, busy_timeout: float = 10.0, migrate: bool = True, create: bool = True
+    ) -> None:
         parsed = make_url(url)
         if not parsed.database or parsed.database == ":memory:":
             raise ValueError("the SQLite store needs a file: sqlite:///path/to/ledger.db")
-        Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        path = Path(parsed.database).expanduser()
+        if not create and not path.is_file():
+            # A reader given a mistyped path must not report a new, empty, clean ledger.
+            raise LedgerError(
+                f"no SQLite database at {str(path)!r}: check the URL, or create it with "
+                "`ledger db upgrade`",
+                key="store.not_found",
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
         self.url = url
         self.busy_timeout = busy_timeout
         self.engine = create_engine(

@@ -1,0 +1,255 @@
+"""How the ledger shows its books: the JSON (dict) and text shapes of balances, statements, bets,
+movements and reports, shared by the ``ledger`` command and the operator API.
+
+Every amount is rendered here, by :func:`amount_text`: a plain decimal string carrying exactly the
+digits of its currency's scale (``"0.00000001"`` and ``"0.00000000"`` for an 8-decimal coin,
+never ``"1E-8"`` or ``"0E-8"``). Every timestamp is ISO 8601 in UTC.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .stores import CheckReport
+
+__all__ = [
+    "Balance",
+    "BetView",
+    "Movement",
+    "PoolReport",
+    "StatementLine",
+    "amount_text",
+    "balance_lines",
+    "balances_dict",
+    "bet_text",
+    "check_dict",
+    "check_lines",
+    "movement_text",
+    "next_before",
+    "statement_dict",
+    "statement_line_text",
+    "timestamp_text",
+]
+
+
+def amount_text(amount: Decimal) -> str:
+    """A plain decimal string of exactly the digits ``amount`` holds: never an exponent.
+
+    The ``f`` format without a precision neither rounds nor pads: it writes the coefficient at the
+    decimal's own exponent, and every amount the ledger answers is built by
+    :func:`ledger.money.from_minor` with its currency's scale as that exponent (``str()`` would
+    switch to scientific notation from 7 decimals on).
+    """
+    return format(amount, "f")
+
+
+def timestamp_text(stamp: datetime) -> str:
+    """ISO 8601 with the zone; SQLite hands timestamps back without one, written in UTC."""
+    return (stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)).isoformat()
+
+
+# --- the values the ledger answers with --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Balance:
+    """A user's money in one currency: ``available`` to spend, ``held`` for open entries."""
+
+    currency: str
+    available: Decimal
+    held: Decimal
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "currency": self.currency,
+            "available": amount_text(self.available),
+            "held": amount_text(self.held),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StatementLine:
+    """One movement on a user's available or held balance."""
+
+    id: int
+    created_at: datetime
+    account: str
+    currency: str
+    amount: Decimal
+    kind: str
+    bet_uid: int | None
+    reference: str | None
+    transaction_id: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "created_at": timestamp_text(self.created_at),
+            "account": self.account,
+            "currency": self.currency,
+            "amount": amount_text(self.amount),
+            "kind": self.kind,
+            "bet_uid": self.bet_uid,
+            "reference": self.reference,
+            "transaction_id": self.transaction_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BetView:
+    """A bet as the ledger recorded it, amounts as exact decimals, with when it was placed and
+    closed (refunded or settled; ``None`` while it is open)."""
+
+    uid: int
+    user: str
+    pool_uid: int
+    currency: str
+    amount: Decimal
+    rake: Decimal
+    funding: str
+    state: str
+    payout: Decimal | None
+    payout_currency: str | None
+    secrets: Mapping[str, Any]
+    placed_at: datetime | None = None
+    closed_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "uid": self.uid,
+            "user": self.user,
+            "pool_uid": self.pool_uid,
+            "currency": self.currency,
+            "amount": amount_text(self.amount),
+            "rake": amount_text(self.rake),
+            "funding": self.funding,
+            "state": self.state,
+            "payout": None if self.payout is None else amount_text(self.payout),
+            "payout_currency": self.payout_currency,
+            "secrets": dict(self.secrets),
+            "placed_at": None if self.placed_at is None else timestamp_text(self.placed_at),
+            "closed_at": None if self.closed_at is None else timestamp_text(self.closed_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Movement:
+    """A deposit or withdrawal; ``applied`` is false for an idempotent re-send."""
+
+    reference: str
+    user: str
+    currency: str
+    amount: Decimal
+    applied: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reference": self.reference,
+            "user": self.user,
+            "currency": self.currency,
+            "amount": amount_text(self.amount),
+            "applied": self.applied,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PoolReport:
+    """A tournament's entries by currency: stakes, rake, payouts and what is still held."""
+
+    pool_uid: int
+    currencies: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pool_uid": self.pool_uid, "currencies": self.currencies}
+
+
+# --- JSON shapes of whole answers --------------------------------------------------------------
+
+
+def balances_dict(user: str, balances: Sequence[Balance]) -> dict[str, Any]:
+    """``{"user", "balances": [{"currency", "available", "held"}]}``."""
+    return {"user": user, "balances": [balance.to_dict() for balance in balances]}
+
+
+def next_before(lines: Sequence[StatementLine], limit: int) -> int | None:
+    """The cursor of the page after ``lines``: a full page may have more behind it, a short one
+    is the last."""
+    return lines[-1].id if lines and len(lines) == limit else None
+
+
+def statement_dict(
+    user: str, lines: Sequence[StatementLine], next_page: int | None
+) -> dict[str, Any]:
+    """``{"user", "lines": [...], "next_before"}``: pass ``next_before`` as ``before`` to page."""
+    return {"user": user, "lines": [line.to_dict() for line in lines], "next_before": next_page}
+
+
+def check_dict(report: CheckReport) -> dict[str, Any]:
+    """The journal check: ``{"ok", "problems", "transactions", "postings", "accounts", "bets"}``."""
+    return {
+        "ok": report.ok,
+        "problems": list(report.problems),
+        "transactions": report.transactions,
+        "postings": report.postings,
+        "accounts": report.accounts,
+        "bets": report.bets,
+    }
+
+
+# --- text shapes (the command line) ------------------------------------------------------------
+
+
+def movement_text(kind: str, movement: Movement) -> str:
+    state = "applied" if movement.applied else "already applied (nothing done)"
+    return (
+        f"{kind} {movement.reference}: {amount_text(movement.amount)} {movement.currency} "
+        f"for {movement.user} {state}"
+    )
+
+
+def balance_lines(user: str, balances: Sequence[Balance]) -> list[str]:
+    if not balances:
+        return [f"{user} has no balances"]
+    return [
+        f"{item.currency}  available {amount_text(item.available)}  held {amount_text(item.held)}"
+        for item in balances
+    ]
+
+
+def statement_line_text(line: StatementLine) -> str:
+    subject = f"bet {line.bet_uid}" if line.bet_uid is not None else line.reference or ""
+    return (
+        f"{line.created_at:%Y-%m-%d %H:%M:%S}  {line.kind:<10} {line.account:<9} "
+        f"{amount_text(line.amount):>14} {line.currency}  {subject}"
+    )
+
+
+def bet_text(bet: BetView) -> str:
+    payout = (
+        f", payout {amount_text(bet.payout)} {bet.payout_currency}"
+        if bet.payout is not None
+        else ""
+    )
+    placed = f", placed {timestamp_text(bet.placed_at)}" if bet.placed_at is not None else ""
+    closed = f", closed {timestamp_text(bet.closed_at)}" if bet.closed_at is not None else ""
+    return (
+        f"bet {bet.uid}: {bet.state}, user {bet.user}, pool {bet.pool_uid}, "
+        f"{amount_text(bet.amount)} + rake {amount_text(bet.rake)} {bet.currency} "
+        f"({bet.funding}){payout}{placed}{closed}"
+    )
+
+
+def check_lines(report: CheckReport) -> list[str]:
+    verdict = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+    return [
+        *(f"FAIL {problem}" for problem in report.problems),
+        f"{verdict}: {report.transactions} transactions, {report.postings} postings, "
+        f"{report.accounts} accounts, {report.bets} bets",
+    ]
