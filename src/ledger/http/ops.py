@@ -18,6 +18,14 @@ from .runtime import Runtime
 
 __all__ = ["ops_handlers"]
 
+# Litestar appends "; charset=utf-8" to every text/* type, and prometheus_client's type already
+# carries one: hand Litestar the type without it, so that the answer names its charset once.
+_METRICS_MEDIA_TYPE = "; ".join(
+    part.strip()
+    for part in CONTENT_TYPE_LATEST.split(";")
+    if not part.strip().lower().startswith("charset=")
+)
+
 
 def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
     """The probe and metrics handlers, bound to ``runtime``."""
@@ -36,6 +44,6 @@ def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
 
     @get("/metrics", summary="Prometheus metrics", tags=["operations"], include_in_schema=False)
     async def metrics() -> Response[bytes]:
-        return Response(generate_latest(runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(runtime.metrics.registry), media_type=_METRICS_MEDIA_TYPE)
 
     return [health, ready, metrics]
