@@ -48,10 +48,18 @@ _NO_NUL = r"^[^\x00]*$"
 
 Text = Annotated[str, Meta(min_length=1, max_length=255, pattern=_NO_NUL)]
 
-UserUid = Annotated[str, Meta(min_length=1, max_length=255, pattern=r"^(?!.*:held$)[^\x00]+$")]
+# "(?![\s\S])" is the very end of the text, in Python's re (which msgspec uses) and in the JSON
+# Schema the OpenAPI document publishes alike; "$" would also match before a final newline, and
+# "." would stop at any newline, so "a\nb:held" slipped through "(?!.*:held$)" and spent user
+# a\nb's held money.
+_END = r"(?![\s\S])"
+
+UserUid = Annotated[
+    str, Meta(min_length=1, max_length=255, pattern=rf"^(?![\s\S]*:held{_END})[^\x00]+$")
+]
 """A user id; one ending in ``:held`` would name another user's held account (see the domain)."""
 
-Currency = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_]{1,16}$")]
+Currency = Annotated[str, Meta(pattern=rf"^[A-Za-z0-9_]{{1,16}}{_END}")]
 """A currency code: ISO 4217 or a platform coin; case-insensitive, stored upper-case."""
 
 Ticket = Annotated[str, Meta(max_length=16384, pattern=_NO_NUL)]
