@@ -35,6 +35,7 @@ from ..settings import Settings
 from .auth import check_operator, client_address
 from .callbacks import require_json
 from .logs import fingerprint, iso_utc
+from .openapi import OPERATOR_SECURITY, operator_docs
 from .runtime import Runtime
 
 __all__ = ["operator_router"]
@@ -61,7 +62,12 @@ def operator_router(runtime: Runtime) -> Router:
     def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
         check_operator(connection.headers.get("authorization"), runtime.settings)
 
-    @post("/deposits", status_code=200, summary="Credit a user from outside (idempotent)")
+    @post(
+        "/deposits",
+        status_code=200,
+        summary="Credit a user from outside (idempotent)",
+        **operator_docs(movement=True),
+    )
     async def deposit(request: Request[Any, Any, Any]) -> dict[str, Any]:
         require_json(request.headers.get("content-type"))
         user, currency, amount, reference = _movement(await request.body())
@@ -71,7 +77,12 @@ def operator_router(runtime: Runtime) -> Router:
         )
         return _answer(request, movement)
 
-    @post("/withdrawals", status_code=200, summary="Pay a user out (idempotent, no overdraft)")
+    @post(
+        "/withdrawals",
+        status_code=200,
+        summary="Pay a user out (idempotent, no overdraft)",
+        **operator_docs(movement=True, funds=True),
+    )
     async def withdrawal(request: Request[Any, Any, Any]) -> dict[str, Any]:
         require_json(request.headers.get("content-type"))
         user, currency, amount, reference = _movement(await request.body())
@@ -81,12 +92,20 @@ def operator_router(runtime: Runtime) -> Router:
         )
         return _answer(request, movement)
 
-    @get("/users/{uid:str}/balances", summary="A user's available and held balances")
+    @get(
+        "/users/{uid:str}/balances",
+        summary="A user's available and held balances",
+        **operator_docs("request.invalid"),
+    )
     async def balances(uid: UserId) -> dict[str, Any]:
         found = await runtime.call(lambda ledger: ledger.balance(uid))
         return {"user": uid, "balances": [balance.to_dict() for balance in found]}
 
-    @get("/users/{uid:str}/statement", summary="A user's movements, newest first, paginated")
+    @get(
+        "/users/{uid:str}/statement",
+        summary="A user's movements, newest first, paginated",
+        **operator_docs("request.invalid"),
+    )
     async def statement(
         uid: UserId,
         currency: Annotated[str | None, QueryParameter(description="Only this currency")] = None,
@@ -108,7 +127,11 @@ def operator_router(runtime: Runtime) -> Router:
         next_before = lines[-1]["id"] if len(lines) == limit else None
         return {"user": uid, "lines": lines, "next_before": next_before}
 
-    @get("/bets/{bet_uid:str}", summary="A bet as the ledger recorded it")
+    @get(
+        "/bets/{bet_uid:str}",
+        summary="A bet as the ledger recorded it",
+        **operator_docs("request.invalid", "bet.not_found"),
+    )
     async def bet(bet_uid: Annotated[str, PathParameter(description="bet.uid")]) -> dict[str, Any]:
         uid = _parse_id(bet_uid, "bet_uid")
         found = await runtime.call(lambda ledger: ledger.bet(uid))
@@ -116,7 +139,11 @@ def operator_router(runtime: Runtime) -> Router:
             raise BetNotFound(f"bet {uid} is unknown", bet_uid=uid)
         return found.to_dict()
 
-    @get("/tournaments/{pool_uid:str}/report", summary="A tournament's entries, stakes, payouts")
+    @get(
+        "/tournaments/{pool_uid:str}/report",
+        summary="A tournament's entries, stakes, payouts",
+        **operator_docs("request.invalid"),
+    )
     async def report(
         pool_uid: Annotated[str, PathParameter(description="pool.uid")],
     ) -> dict[str, Any]:
@@ -124,7 +151,11 @@ def operator_router(runtime: Runtime) -> Router:
         found = await runtime.call(lambda ledger: ledger.pool_report(uid))
         return found.to_dict()
 
-    @get("/check", summary="Verify the journal's invariants (500 when any fails)")
+    @get(
+        "/check",
+        summary="Verify the journal's invariants (500 when any fails)",
+        **operator_docs("ledger.check_failed"),
+    )
     async def check(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
         """200 with ``ok: true`` when the books hold; 500 with the problems when they do not,
         so that a monitoring probe (``curl -f``) fails loudly."""
@@ -158,6 +189,7 @@ def operator_router(runtime: Runtime) -> Router:
         guards=[guard],
         # Outside the guard: refused requests (401, 403) are logged too.
         middleware=[_operator_log(runtime.settings)],
+        security=OPERATOR_SECURITY,
         tags=["operator"],
     )
 

@@ -14,6 +14,7 @@ from litestar.handlers import HTTPRouteHandler
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import StoreUnavailable
+from .openapi import error_responses
 from .runtime import Runtime
 
 __all__ = ["ops_handlers"]
@@ -34,7 +35,12 @@ def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    @get("/ready", summary="Readiness: the database answers (503 when not)", tags=["operations"])
+    @get(
+        "/ready",
+        summary="Readiness: the database answers (503 when not)",
+        tags=["operations"],
+        responses=error_responses(["store.unavailable"]),
+    )
     async def ready() -> Response[dict[str, Any]]:
         try:
             await runtime.call(lambda ledger: ledger.ping())
