@@ -309,7 +309,8 @@ _MOVED = _json_response(
     {"reference": "topup-1", "user": "u1", "currency": "EUR", "amount": "100.00", "applied": True},
 )
 
-# Request examples as the platform sends them (contract 4.1), unknown fields included.
+# Request examples as the platform sends them (contract 4.1), unknown fields included; whole
+# amounts as JSON integers, so that no binary float appears even in an example.
 _USER = {"client": "acme", "uid": "u1", "name": "Ann"}
 _POOL = {"client": "acme", "game": "fantasy", "uid": 7, "name": "Sunday Cup", "currency": "EUR"}
 _PLACE_EXAMPLE = {
@@ -320,8 +321,8 @@ _PLACE_EXAMPLE = {
             "bet": {
                 "uid": 1001,
                 "uuid": "7|9b2f0c1e",
-                "amount": 10.00,
-                "rake": 1.00,
+                "amount": 10,
+                "rake": 1,
                 "currency": "EUR",
             },
         }
@@ -331,7 +332,7 @@ _REFUND_EXAMPLE = {
     "pools": [
         {
             "pool": {**_POOL, "status": "cancelled"},
-            "bets": [{"user": _USER, "bet": {"uid": 1001, "amount": 10.00, "rake": 1.00}}],
+            "bets": [{"user": _USER, "bet": {"uid": 1001, "amount": 10, "rake": 1}}],
         }
     ]
 }
