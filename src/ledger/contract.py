@@ -37,6 +37,7 @@ from .errors import InvalidAmount, InvalidRequest
 from .money import is_plain_decimal, parse_decimal, parse_number
 
 __all__ = [
+    "AMOUNT_JSON_SCHEMA",
     "EVENTS",
     "INT64_MAX",
     "PLACE_BET",
@@ -45,6 +46,7 @@ __all__ = [
     "REFUND_TOURNAMENT",
     "SETTLE_BET",
     "Amount",
+    "AmountField",
     "PlaceBetEntry",
     "PlaceBetsRequest",
     "RefundRequest",
@@ -183,18 +185,20 @@ def _amount_hook(kind: type[Any], value: Any) -> Any:
         raise ValueError(error.message) from None
 
 
-AmountField = Annotated[
-    Amount,
-    Meta(
-        extra_json_schema={
-            "anyOf": [
-                {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$", "maxLength": 40},
-                {"type": "number"},
-            ],
-            "description": "A decimal string or a JSON number, at most 40 characters",
-        }
+AMOUNT_JSON_SCHEMA: Mapping[str, Any] = {
+    "description": (
+        "An exact decimal: a JSON number or a plain decimal string (ASCII digits, at most one "
+        "point), at most 40 characters, never rounded. Negative, not finite, or finer than the "
+        "currency's scale is refused (400 amount.invalid)."
     ),
-]
+    "anyOf": [
+        {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$", "maxLength": 40},
+        {"type": "number", "minimum": 0},
+    ],
+}
+"""How an amount is written, for the published JSON Schema (the parser's rules in words)."""
+
+AmountField = Annotated[Amount, Meta(extra_json_schema=dict(AMOUNT_JSON_SCHEMA))]
 """An :class:`Amount` field, described for JSON Schema (msgspec cannot guess a custom type)."""
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,7 +13,7 @@ from typing import Any
 import pytest
 
 import ledger
-from support.httpkit import OPERATOR_HEADERS, Wallet, serve
+from support.httpkit import OPERATOR, OPERATOR_HEADERS, Wallet, serve
 from support.payloads import entry, place, settle
 
 
@@ -256,3 +260,140 @@ def test_openapi_schema_is_served(wallet: Wallet) -> None:
     paths = response.json()["paths"]
     for path in ("/bets", "/bets/cancel", "/winners", "/admin/deposits", "/admin/check"):
         assert path in paths
+
+
+# --- the operator's log ---------------------------------------------------------------------------
+
+OPERATOR_FINGERPRINT = hashlib.sha256(OPERATOR.encode()).hexdigest()[:8]
+FINGERPRINT_OF_WRONG = hashlib.sha256(b"not-the-operator-token").hexdigest()[:8]
+ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+MOVEMENT_KEYS = (
+    "method",
+    "path",
+    "status",
+    "error",
+    "user",
+    "currency",
+    "amount",
+    "reference",
+    "applied",
+)
+
+
+def operator_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    return [json.loads(r.getMessage()) for r in caplog.records if r.name == "ledger.operator"]
+
+
+def test_every_operator_request_writes_one_json_line_with_who_what_and_outcome(
+    wallet: Wallet, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="ledger.operator"):
+        deposit = b'{"user": "u1", "currency": "eur", "amount": 25.5, "reference": "top-1"}'
+        admin_post(wallet, "/admin/deposits", deposit)
+        admin_post(wallet, "/admin/deposits", deposit)
+        withdrawal = b'{"user": "u1", "currency": "EUR", "amount": "99", "reference": "out-1"}'
+        assert admin_post(wallet, "/admin/withdrawals", withdrawal).status_code == 402
+        admin_get(wallet, "/admin/users/u1/statement", currency="EUR", limit=5)
+    first, again, refused, read = operator_lines(caplog)
+    for line in (first, again, refused, read):
+        assert line["msg"] == "operator"
+        assert ISO_UTC.match(line["ts"]), line
+        assert line["who"] == OPERATOR_FINGERPRINT
+        assert "ip" in line
+        assert line["duration_ms"] >= 0
+    assert {key: first[key] for key in MOVEMENT_KEYS} == {
+        "method": "POST",
+        "path": "/admin/deposits",
+        "status": 200,
+        "error": None,
+        "user": "u1",
+        "currency": "EUR",
+        "amount": "25.50",
+        "reference": "top-1",
+        "applied": True,
+    }
+    assert (again["status"], again["applied"]) == (200, False)
+    assert {key: refused.get(key) for key in MOVEMENT_KEYS} == {
+        "method": "POST",
+        "path": "/admin/withdrawals",
+        "status": 402,
+        "error": "user.insufficient_funds",
+        "user": "u1",
+        "currency": "EUR",
+        "amount": "99",
+        "reference": "out-1",
+        "applied": None,
+    }
+    assert (read["method"], read["path"], read["status"]) == (
+        "GET",
+        "/admin/users/u1/statement",
+        200,
+    )
+    assert read["query"] == "currency=EUR&limit=5"
+
+
+@pytest.mark.parametrize(
+    ("authorization", "who", "error"),
+    [
+        (None, None, "operator.invalid_token"),
+        ("Bearer not-the-operator-token", FINGERPRINT_OF_WRONG, "operator.invalid_token"),
+        ("Basic b3BlcmF0b3I6c2VjcmV0", None, "operator.invalid_token"),
+    ],
+)
+def test_refused_operator_requests_are_logged_without_the_credential(
+    wallet: Wallet,
+    caplog: pytest.LogCaptureFixture,
+    authorization: str | None,
+    who: str | None,
+    error: str,
+) -> None:
+    headers = {"Content-Type": "application/json"}
+    if authorization:
+        headers["Authorization"] = authorization
+    raw = b'{"user": "u1", "currency": "EUR", "amount": "5", "reference": "r"}'
+    with caplog.at_level(logging.INFO, logger="ledger.operator"):
+        response = wallet.client.post("/admin/deposits", content=raw, headers=headers)
+    assert response.status_code == 401
+    (line,) = operator_lines(caplog)
+    assert (line["status"], line["error"], line["who"]) == (401, error, who)
+    assert line["path"] == "/admin/deposits"
+    if authorization:
+        assert authorization.split()[1] not in caplog.text
+
+
+def test_operator_api_disabled_is_logged_as_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with (
+        serve(tmp_path, operator_token=None) as client,
+        caplog.at_level(logging.INFO, logger="ledger.operator"),
+    ):
+        client.get("/admin/check", headers=OPERATOR_HEADERS)
+    (line,) = operator_lines(caplog)
+    assert (line["status"], line["error"]) == (403, "operator.disabled")
+
+
+def test_the_operator_token_never_appears_in_the_log(
+    wallet: Wallet, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG):
+        wallet.deposit("u1", "10.00")
+        admin_get(wallet, "/admin/check")
+    assert operator_lines(caplog)
+    assert OPERATOR not in caplog.text
+
+
+def test_hostile_long_fields_are_cut_in_the_operator_log(
+    wallet: Wallet, caplog: pytest.LogCaptureFixture
+) -> None:
+    long_user = "u" * 200_000
+    raw = json.dumps(
+        {"user": long_user, "currency": "EUR", "amount": "1" * 5000, "reference": "r" * 9000}
+    ).encode()
+    with caplog.at_level(logging.INFO, logger="ledger.operator"):
+        assert admin_post(wallet, "/admin/deposits", raw).status_code == 400
+        admin_get(wallet, f"/admin/users/{long_user[:60_000]}/balances")
+    lines = operator_lines(caplog)
+    assert len(lines) == 2
+    assert all(len(record.getMessage()) < 2000 for record in caplog.records)
+    assert lines[0]["user"] == "u" * 128 + "..."

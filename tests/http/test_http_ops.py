@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from litestar import Litestar
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from ledger.http.app import create_app
 from ledger.settings import Settings
@@ -145,3 +146,13 @@ def test_a_delivery_stuck_past_its_deadline_is_503_and_its_resend_lands_once(
         assert resent.status_code == 200
         assert book.bet(1) is not None
         assert book.check().ok
+
+
+def test_metrics_content_type_names_its_charset_once(tmp_path: Path) -> None:
+    with serve(tmp_path) as client:
+        response = client.get("/metrics")
+    assert response.status_code == 200
+    content_type = response.headers["content-type"]
+    # Exactly prometheus_client's own type: a repeated parameter confuses strict scrapers.
+    assert content_type.count("charset") == 1, content_type
+    assert content_type == CONTENT_TYPE_LATEST

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import io
+import logging
+import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from ipaddress import ip_network
 from pathlib import Path
@@ -11,6 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from ledger.cli import main
+from ledger.http.logs import JSON_LOGGERS
+from ledger.http.serve import _configure_logging
 from ledger.settings import DEFAULT_MAX_BODY_BYTES, Settings, SettingsError
 from support.httpkit import SECRET
 
@@ -164,3 +171,45 @@ def test_serve_needs_both_certificate_and_key(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["serve", "--ssl-certfile", str(cert)])
     assert result.exit_code != 0
     assert "--ssl-keyfile" in result.output
+
+
+# --- the server's log lines -----------------------------------------------------------------------
+
+ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
+
+
+@pytest.fixture
+def served_log() -> Iterator[io.StringIO]:
+    """Logging as ``ledger serve`` configures it, written to a buffer; put back afterwards."""
+    loggers = [logging.getLogger(name) for name in ("", *JSON_LOGGERS)]
+    saved = [(logger, logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
+    _configure_logging("INFO")
+    buffer = io.StringIO()
+    for logger in loggers:
+        for handler in logger.handlers:
+            assert isinstance(handler, logging.StreamHandler)
+            handler.setStream(buffer)
+    try:
+        yield buffer
+    finally:
+        for logger, handlers, level, propagate in saved:
+            logger.handlers[:] = handlers
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+def test_plain_log_lines_start_with_an_iso_8601_utc_timestamp(served_log: io.StringIO) -> None:
+    before = datetime.now(UTC)
+    logging.getLogger("ledger.server").warning("database unreachable")
+    (line,) = served_log.getvalue().splitlines()
+    assert ISO_UTC.match(line), line
+    stamp = datetime.fromisoformat(line.split(" ", 1)[0].replace("Z", "+00:00"))
+    assert stamp.utcoffset() == timedelta(0)
+    assert abs(stamp - before) < timedelta(minutes=1)
+    assert line.endswith(" WARNING ledger.server: database unreachable")
+
+
+@pytest.mark.parametrize("name", JSON_LOGGERS)
+def test_json_log_lines_are_printed_bare(served_log: io.StringIO, name: str) -> None:
+    logging.getLogger(name).info('{"msg":"x"}')
+    assert served_log.getvalue() == '{"msg":"x"}\n'

@@ -74,11 +74,13 @@ PLACE_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("user uid with NUL", {"user__uid": "u\x001"}, REQUEST),
     ("user uid too long", {"user__uid": "u" * 256}, REQUEST),
     ("user uid naming a held account", {"user__uid": "u1:held"}, REQUEST),
+    ("user uid naming a held account after a newline", {"user__uid": "x\nu1:held"}, REQUEST),
     ("bet uuid with NUL", {"bet__uuid": "7|\x00"}, REQUEST),
     ("bet uuid too long", {"bet__uuid": "x" * 256}, REQUEST),
     ("ticket with NUL", {"bet__ticket": "a\x00b"}, REQUEST),
     ("currency as number", {"bet__currency": 978}, REQUEST),
     ("currency with symbols", {"bet__currency": "E-R"}, REQUEST),
+    ("currency with a trailing newline", {"bet__currency": "EUR\n"}, REQUEST),
     ("missing bet uid", {"bet__uid": _DELETE}, REQUEST),
     ("missing amount", {"bet__amount": _DELETE}, REQUEST),
     ("missing currency", {"bet__currency": _DELETE}, REQUEST),
@@ -122,6 +124,19 @@ def test_bad_place_bet_field_is_refused_with_a_stable_key(
         seeded.place_bets(place_with(**changes))
     assert 400 <= info.value.status < 500
     assert seeded.bet(2) is None
+
+
+def test_a_user_uid_across_a_newline_cannot_spend_another_users_held_money(
+    book: ledger.Ledger,
+) -> None:
+    # "a\nb:held" names the held account of user "a\nb": accepted, it held 10.00 + 1.00 of
+    # a\nb's held money for itself, and `check` failed from then on.
+    book.deposit("a\nb", "EUR", "100.00", reference="seed")
+    book.place_bets(P.place(P.entry(1, user="a\nb")))
+    with raises_key(REQUEST):
+        book.place_bets(P.place(P.entry(2, user="a\nb:held")))
+    assert balance(book, "a\nb") == (D("89.00"), D("11.00"))
+    assert book.check().ok
 
 
 def test_yen_amount_with_a_fraction_is_refused(book: ledger.Ledger) -> None:
@@ -356,5 +371,5 @@ def test_a_statement_page_or_pool_beyond_64_bits_is_bad_input(book: ledger.Ledge
 def test_payload_schemas_describe_amounts_as_bounded_strings_or_numbers() -> None:
     schema = msgspec.json.schema(ledger.SettleRequest)
     payout = schema["$defs"]["SettleBet"]["properties"]["payout"]
-    assert {"type": "number"} in payout["anyOf"]
+    assert {"type": "number", "minimum": 0} in payout["anyOf"]
     assert {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$", "maxLength": 40} in payout["anyOf"]

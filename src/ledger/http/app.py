@@ -10,12 +10,12 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from litestar import Litestar
-from litestar.openapi import OpenAPIConfig
 
 from ..service import Ledger
 from ..settings import Settings
 from .callbacks import callback_handlers
 from .errors import EXCEPTION_HANDLERS
+from .openapi import openapi_assets, openapi_config
 from .operator import operator_router
 from .ops import ops_handlers
 from .runtime import Runtime
@@ -43,6 +43,7 @@ def create_app(settings: Settings | None = None, *, ledger: Ledger | None = None
         *callback_handlers(runtime),
         operator_router(runtime),
         *ops_handlers(runtime),
+        openapi_assets(),
     ]
     app = Litestar(
         route_handlers=route_handlers,
@@ -51,13 +52,15 @@ def create_app(settings: Settings | None = None, *, ledger: Ledger | None = None
         on_shutdown=[runtime.shutdown],
         # Litestar's 10 MB default is far too small for a settle of a million participants.
         request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(
+        openapi_config=openapi_config(
             title="ledger callback server",
             version=_version(),
             description=(
                 "The wallet callbacks of a fantasy-sports platform (Place Bet, Refund Bet, "
                 "Refund Tournament, Settle Bet) and the operator API. Callback bodies are read "
-                "raw and parsed exactly; see the platform contract for their shape."
+                "raw and parsed exactly: amounts are JSON numbers or decimal strings, never "
+                "rounded, and unknown fields are ignored at every level. Every error is "
+                '`{"error": key, "message": text}`; a 5xx means "re-send".'
             ),
         ),
         # The CLI configures logging; an embedding process keeps its own.

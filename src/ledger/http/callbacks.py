@@ -27,7 +27,6 @@ import anyio
 from litestar import Request, Response, post
 from litestar.exceptions import HTTPException, InternalServerException
 from litestar.handlers import HTTPRouteHandler
-from litestar.openapi.datastructures import ResponseSpec
 from msgspec import Struct
 
 from ..contract import (
@@ -46,6 +45,7 @@ from ..errors import InvalidRequest, LedgerError, StoreBusy, UnsupportedMediaTyp
 from ..service import Ledger
 from .auth import authenticate, client_address, require_address, require_role
 from .errors import http_error_key
+from .openapi import callback_docs
 from .runtime import Runtime
 
 __all__ = ["callback_handlers", "require_json"]
@@ -163,22 +163,6 @@ def _callbacks(refund_tournament_path: str | None) -> list[CallbackRoute]:
     return callbacks
 
 
-_ERROR_RESPONSES = {
-    status: ResponseSpec(data_container=dict[str, str], description=description)
-    for status, description in (
-        (400, "Malformed request, invalid amount or wrong X-Callback-Event"),
-        (401, "Missing or invalid token"),
-        (402, "user.insufficient_funds"),
-        (403, "Wrong client or role, or address not allowed"),
-        (404, "bet.not_found"),
-        (409, "bet.conflict, bet.already_refunded, bet.already_settled"),
-        (413, "Body over LEDGER_MAX_BODY_BYTES"),
-        (415, "Content-Type is not application/json"),
-        (503, "Database unavailable or busy: re-send later"),
-    )
-}
-
-
 def callback_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
     """The route handlers of every configured callback, bound to ``runtime``."""
     return [
@@ -197,8 +181,8 @@ def _handler(runtime: Runtime, callback: CallbackRoute) -> HTTPRouteHandler:
         status_code=200,
         summary=callback.summary,
         description=callback.description,
-        responses=_ERROR_RESPONSES,
         tags=["callbacks"],
+        **callback_docs(callback.model),
     )(handle)
 
 

@@ -6,27 +6,54 @@ deposit endpoint would be a money printer.
 
 Amounts in request bodies are parsed exactly (:func:`ledger.contract.parse_json`), whether sent
 as JSON numbers or decimal strings, and answered as decimal strings.
+
+Every request under ``/admin``, answered or refused, writes one JSON line on the
+``ledger.operator`` logger (see :func:`_operator_log`): an operator can trace who moved which
+money when, and who tried.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import time
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from litestar import Request, Response, Router, get, post
 from litestar.connection import ASGIConnection
+from litestar.datastructures import Headers
+from litestar.enums import ScopeType
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
 from litestar.params import PathParameter, QueryParameter
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import views
 from ..contract import check_id, parse_json
 from ..errors import BetNotFound, InvalidRequest
 from ..service import Ledger
-from ..views import StatementLine
-from .auth import check_operator
+from ..settings import Settings
+from ..views import Movement, StatementLine
+from .auth import check_operator, client_address
 from .callbacks import require_json
+from .logs import fingerprint, iso_utc
+from .openapi import OPERATOR_SECURITY, operator_docs
 from .runtime import Runtime
 
 __all__ = ["operator_router"]
+
+log = logging.getLogger("ledger.operator")
+
+# The key, in the ASGI scope's state, of the details a handler adds to its request's log line.
+_LOG_DETAILS = "ledger.operator_log"
+
+# Logged texts are cut to this many characters: a hostile 200 KB user id must not become a
+# 200 KB log line.
+LOGGED_TEXT = 128
+
+# An error body is read for its key up to this size (error bodies are small; a failed
+# /admin/check's names its problems, and its handler names its key itself).
+_ERROR_BODY = 64 * 1024
 
 UserId = Annotated[str, PathParameter(description="The user's uid on the operator side")]
 
@@ -37,30 +64,50 @@ def operator_router(runtime: Runtime) -> Router:
     def guard(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
         check_operator(connection.headers.get("authorization"), runtime.settings)
 
-    @post("/deposits", status_code=200, summary="Credit a user from outside (idempotent)")
+    @post(
+        "/deposits",
+        status_code=200,
+        summary="Credit a user from outside (idempotent)",
+        **operator_docs(movement=True),
+    )
     async def deposit(request: Request[Any, Any, Any]) -> dict[str, Any]:
         require_json(request.headers.get("content-type"))
         user, currency, amount, reference = _movement(await request.body())
+        _note(request, user=user, currency=currency, amount=amount, reference=reference)
         movement = await runtime.call(
             lambda ledger: ledger.deposit(user, currency, amount, reference)
         )
-        return movement.to_dict()
+        return _answer(request, movement)
 
-    @post("/withdrawals", status_code=200, summary="Pay a user out (idempotent, no overdraft)")
+    @post(
+        "/withdrawals",
+        status_code=200,
+        summary="Pay a user out (idempotent, no overdraft)",
+        **operator_docs(movement=True, funds=True),
+    )
     async def withdrawal(request: Request[Any, Any, Any]) -> dict[str, Any]:
         require_json(request.headers.get("content-type"))
         user, currency, amount, reference = _movement(await request.body())
+        _note(request, user=user, currency=currency, amount=amount, reference=reference)
         movement = await runtime.call(
             lambda ledger: ledger.withdraw(user, currency, amount, reference)
         )
-        return movement.to_dict()
+        return _answer(request, movement)
 
-    @get("/users/{uid:str}/balances", summary="A user's available and held balances")
+    @get(
+        "/users/{uid:str}/balances",
+        summary="A user's available and held balances",
+        **operator_docs("request.invalid"),
+    )
     async def balances(uid: UserId) -> dict[str, Any]:
         found = await runtime.call(lambda ledger: ledger.balance(uid))
         return views.balances_dict(uid, found)
 
-    @get("/users/{uid:str}/statement", summary="A user's movements, newest first, paginated")
+    @get(
+        "/users/{uid:str}/statement",
+        summary="A user's movements, newest first, paginated",
+        **operator_docs("request.invalid"),
+    )
     async def statement(
         uid: UserId,
         currency: Annotated[str | None, QueryParameter(description="Only this currency")] = None,
@@ -79,7 +126,11 @@ def operator_router(runtime: Runtime) -> Router:
         lines = await runtime.call(read)
         return views.statement_dict(uid, lines, views.next_before(lines, limit))
 
-    @get("/bets/{bet_uid:str}", summary="A bet as the ledger recorded it")
+    @get(
+        "/bets/{bet_uid:str}",
+        summary="A bet as the ledger recorded it",
+        **operator_docs("request.invalid", "bet.not_found"),
+    )
     async def bet(bet_uid: Annotated[str, PathParameter(description="bet.uid")]) -> dict[str, Any]:
         uid = _parse_id(bet_uid, "bet_uid")
         found = await runtime.call(lambda ledger: ledger.bet(uid))
@@ -87,7 +138,11 @@ def operator_router(runtime: Runtime) -> Router:
             raise BetNotFound(f"bet {uid} is unknown", bet_uid=uid)
         return found.to_dict()
 
-    @get("/tournaments/{pool_uid:str}/report", summary="A tournament's entries, stakes, payouts")
+    @get(
+        "/tournaments/{pool_uid:str}/report",
+        summary="A tournament's entries, stakes, payouts",
+        **operator_docs("request.invalid"),
+    )
     async def report(
         pool_uid: Annotated[str, PathParameter(description="pool.uid")],
     ) -> dict[str, Any]:
@@ -95,13 +150,18 @@ def operator_router(runtime: Runtime) -> Router:
         found = await runtime.call(lambda ledger: ledger.pool_report(uid))
         return found.to_dict()
 
-    @get("/check", summary="Verify the journal's invariants (500 when any fails)")
-    async def check() -> Response[dict[str, Any]]:
+    @get(
+        "/check",
+        summary="Verify the journal's invariants (500 when any fails)",
+        **operator_docs("ledger.check_failed"),
+    )
+    async def check(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
         """200 with ``ok: true`` when the books hold; 500 with the problems when they do not,
         so that a monitoring probe (``curl -f``) fails loudly."""
         found = await runtime.call(lambda ledger: ledger.check())
         body = views.check_dict(found)
         if not found.ok:
+            _note(request, error="ledger.check_failed")
             body["error"] = "ledger.check_failed"
             body["message"] = f"{len(found.problems)} invariant(s) violated"
         return Response(body, status_code=200 if found.ok else 500)
@@ -115,7 +175,15 @@ def operator_router(runtime: Runtime) -> Router:
         report,
         check,
     ]
-    return Router(path="/admin", route_handlers=handlers, guards=[guard], tags=["operator"])
+    return Router(
+        path="/admin",
+        route_handlers=handlers,
+        guards=[guard],
+        # Outside the guard: refused requests (401, 403) are logged too.
+        middleware=[_operator_log(runtime.settings)],
+        security=OPERATOR_SECURITY,
+        tags=["operator"],
+    )
 
 
 def _movement(body: bytes) -> tuple[str, str, Any, str]:
@@ -130,6 +198,103 @@ def _movement(body: bytes) -> tuple[str, str, Any, str]:
         if not isinstance(data[name], str):
             raise InvalidRequest(f"{name}: expected a string")
     return data["user"], data["currency"], data["amount"], data["reference"]
+
+
+def _answer(request: Request[Any, Any, Any], movement: Movement) -> dict[str, Any]:
+    answer = movement.to_dict()
+    _note(request, **answer)
+    return answer
+
+
+def _note(request: Request[Any, Any, Any], **fields: Any) -> None:
+    """Add ``fields`` to this request's operator log line."""
+    details = request.scope.get("state", {}).get(_LOG_DETAILS)
+    if isinstance(details, dict):
+        details.update(fields)
+
+
+def _bounded(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int):
+        return value
+    text = str(value)
+    return text if len(text) <= LOGGED_TEXT else text[:LOGGED_TEXT] + "..."
+
+
+def _operator_log(settings: Settings) -> Callable[[ASGIApp], ASGIApp]:
+    """Middleware writing one JSON line per operator request on ``ledger.operator``.
+
+    The line says when (``ts``, ISO-8601 UTC, as the answer is sent), who (``who``: the
+    fingerprint of the bearer token presented, never the token), from where (``ip``), what
+    (``method``, ``path``, ``query``; for a deposit or withdrawal ``user``, ``currency``,
+    ``amount``, ``reference`` and ``applied``) and the outcome (``status``, ``error``).
+    """
+
+    def middleware(app: ASGIApp) -> ASGIApp:
+        async def logged(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != ScopeType.HTTP:  # pragma: no cover - the router serves HTTP only
+                await app(scope, receive, send)
+                return
+            started = time.perf_counter()
+            details: dict[str, Any] = {}
+            scope.setdefault("state", {})[_LOG_DETAILS] = details
+            status = 500
+            body = bytearray()
+
+            async def capture(message: Message) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                elif message["type"] == "http.response.body" and status >= 400:
+                    body.extend(message.get("body", b"")[: _ERROR_BODY - len(body)])
+                await send(message)
+
+            try:
+                await app(scope, receive, capture)
+            finally:
+                line = _log_line(scope, settings, status, bytes(body), details)
+                line["duration_ms"] = round((time.perf_counter() - started) * 1000, 3)
+                log.log(
+                    logging.INFO if status < 500 else logging.ERROR,
+                    json.dumps(line, separators=(",", ":")),
+                )
+
+        return logged
+
+    return middleware
+
+
+def _log_line(
+    scope: Scope, settings: Settings, status: int, body: bytes, details: dict[str, Any]
+) -> dict[str, Any]:
+    headers = Headers.from_scope(scope)
+    scheme, _, presented = (headers.get("authorization") or "").strip().partition(" ")
+    presented = presented.strip()
+    client = scope.get("client")
+    address = client_address(
+        client[0] if client else None, headers.get("x-forwarded-for"), settings.trusted_proxies
+    )
+    error = details.pop("error", None)
+    if error is None and status >= 400:
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            answer = None
+        error = answer.get("error") if isinstance(answer, dict) else None
+    query = scope.get("query_string", b"").decode("latin-1")
+    line: dict[str, Any] = {
+        "msg": "operator",
+        "ts": iso_utc(time.time()),
+        "who": fingerprint(presented) if scheme.lower() == "bearer" and presented else None,
+        "ip": str(address) if address else None,
+        "method": scope.get("method"),
+        "path": _bounded(scope["path"]),
+        "query": _bounded(query) if query else None,
+        "status": status,
+        "error": _bounded(error),
+        "request_id": _bounded(headers.get("x-request-id")),
+    }
+    line.update({name: _bounded(value) for name, value in details.items()})
+    return line
 
 
 def _parse_id(text: str, name: str) -> int:

@@ -14,9 +14,18 @@ from litestar.handlers import HTTPRouteHandler
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import StoreUnavailable
+from .openapi import error_responses
 from .runtime import Runtime
 
 __all__ = ["ops_handlers"]
+
+# Litestar appends "; charset=utf-8" to every text/* type, and prometheus_client's type already
+# carries one: hand Litestar the type without it, so that the answer names its charset once.
+_METRICS_MEDIA_TYPE = "; ".join(
+    part.strip()
+    for part in CONTENT_TYPE_LATEST.split(";")
+    if not part.strip().lower().startswith("charset=")
+)
 
 
 def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
@@ -26,7 +35,12 @@ def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 
-    @get("/ready", summary="Readiness: the database answers (503 when not)", tags=["operations"])
+    @get(
+        "/ready",
+        summary="Readiness: the database answers (503 when not)",
+        tags=["operations"],
+        responses=error_responses(["store.unavailable"]),
+    )
     async def ready() -> Response[dict[str, Any]]:
         try:
             await runtime.call(lambda ledger: ledger.ping())
@@ -36,6 +50,6 @@ def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
 
     @get("/metrics", summary="Prometheus metrics", tags=["operations"], include_in_schema=False)
     async def metrics() -> Response[bytes]:
-        return Response(generate_latest(runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+        return Response(generate_latest(runtime.metrics.registry), media_type=_METRICS_MEDIA_TYPE)
 
     return [health, ready, metrics]

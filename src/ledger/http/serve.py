@@ -29,6 +29,7 @@ from ..errors import LedgerError
 from ..settings import Settings, SettingsError
 from .app import create_app
 from .auth import mint_token
+from .logs import JSON_LOGGERS, UtcFormatter
 
 __all__ = ["COMMANDS", "serve", "token"]
 
@@ -46,18 +47,20 @@ def _is_loopback(host: str) -> bool:
 
 
 def _configure_logging(level: str) -> None:
-    # Delivery lines on "ledger.http" are already JSON: print them bare, one per line, so that a
-    # log shipper can parse them; everything else gets a timestamp and a level.
+    # Delivery lines on "ledger.http" and operator lines on "ledger.operator" are already JSON
+    # (with their own "ts"): print them bare, one per line, so that a log shipper can parse them;
+    # everything else gets an ISO-8601 UTC timestamp and a level.
     plain = logging.StreamHandler()
-    plain.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    plain.setFormatter(UtcFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [plain]
     root.setLevel(level)
     bare = logging.StreamHandler()
     bare.setFormatter(logging.Formatter("%(message)s"))
-    http_log = logging.getLogger("ledger.http")
-    http_log.handlers[:] = [bare]
-    http_log.propagate = False
+    for name in JSON_LOGGERS:
+        json_log = logging.getLogger(name)
+        json_log.handlers[:] = [bare]
+        json_log.propagate = False
     # Alembic narrates every start-up migration check at INFO; only its warnings matter here.
     logging.getLogger("alembic").setLevel(logging.WARNING)
 
