@@ -10,7 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
 import ledger
-from ledger.migrations import current_revision, head_revision
+from ledger.stores.migrations import current_revision, head_revision
 from ledger.stores.postgres import normalize_url
 from ledger.stores.schema import metadata
 

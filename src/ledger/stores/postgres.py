@@ -10,6 +10,7 @@ every wait so that an outage answers 503 long before the platform's 2-minute tim
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -17,13 +18,16 @@ from sqlalchemy import (
     BigInteger,
     Connection,
     DateTime,
+    Engine,
     Integer,
     Table,
     create_engine,
+    func,
     text,
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.sql import ColumnElement
 
 from ..errors import (
     InsufficientFunds,
@@ -33,11 +37,12 @@ from ..errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
-from ..migrations import current_revision, head_revision
 from .base import Retry
-from .sql import BET_SELECT, SqlStore
+from .migrations import current_revision, head_revision
+from .queries import BET_SELECT
+from .sql import SqlStore
 
-__all__ = ["PostgresStore", "normalize_url"]
+__all__ = ["PostgresDialect", "PostgresStore", "normalize_url"]
 
 BULK_ROWS = 20_000
 
@@ -77,19 +82,20 @@ class PostgresStore(SqlStore):
         pool_size: int = 10,
         migrate: bool = False,
     ) -> None:
-        self.url = normalize_url(url)
+        url = normalize_url(url)
         options = (
             f"-c lock_timeout={int(lock_timeout * 1000)} "
             f"-c statement_timeout={int(statement_timeout * 1000)}"
         )
-        self.engine = create_engine(
-            make_url(self.url),
+        engine = create_engine(
+            make_url(url),
             pool_pre_ping=True,
             pool_size=pool_size,
             max_overflow=pool_size,
             pool_timeout=connect_timeout * 2,
             connect_args={"connect_timeout": max(1, int(connect_timeout)), "options": options},
         )
+        super().__init__(url, engine, PostgresDialect(engine))
         if migrate:
             self.migrate()
         else:
@@ -104,8 +110,15 @@ class PostgresStore(SqlStore):
                 f"{head_revision()}: run `ledger db upgrade --db URL`"
             )
 
+
+class PostgresDialect:
+    """The :class:`~ledger.stores.dialect.Dialect` of Postgres (psycopg 3)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
     def connect(self, *, write: bool) -> Connection:
-        connection = self.engine.connect()
+        connection = self._engine.connect()
         connection.begin()
         return connection
 
@@ -191,6 +204,12 @@ class PostgresStore(SqlStore):
         for start in range(0, len(uids), BULK_ROWS):
             chunk = list(uids[start : start + BULK_ROWS])
             yield from connection.exec_driver_sql(sql, (chunk,)).fetchall()
+
+    def timestamp(self, moment: datetime) -> Any:
+        return moment
+
+    def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
+        return func.sum(expression)
 
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         original = getattr(error, "orig", None)

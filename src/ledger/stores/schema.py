@@ -1,7 +1,7 @@
 """The one schema, in SQLAlchemy Core, shared by every SQL store.
 
-Migrations (``ledger/migrations``) create exactly these tables plus the dialect's guard triggers;
-a test compares a migrated database with this metadata so the two cannot drift apart.
+Migrations (:mod:`ledger.stores.migrations`) create exactly these tables plus the dialect's guard
+triggers; a test compares a migrated database with this metadata so the two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -51,8 +51,12 @@ transactions = Table(
     "transactions",
     metadata,
     Column("id", BigId, primary_key=True, autoincrement=False),
-    # bet:<uid>:hold, bet:<uid>:close, deposit:<ref>, withdrawal:<ref>. Unique: the database, not
-    # the application, guarantees that nothing is held, refunded, settled or deposited twice.
+    # deposit:<reference> and withdrawal:<reference> (the caller's reference: a re-sent movement
+    # meets its own key); hold:<ref>, refund:<ref>:<n> and settle:<ref>:<n> for the bets of one
+    # callback request (<ref> fresh per request, <n> its 50,000-bet chunk; a huge Place Bet's
+    # chunks are hold:<ref>:<n>). Unique: the database, not the application, guarantees that no
+    # movement is applied twice. A bet's own once-only guard is its row (primary key, and a
+    # state that leaves 'placed' once), since its legs ride in its request's transaction.
     Column("idempotency_key", String(400), nullable=False, unique=True),
     Column("kind", String(16), nullable=False),
     Column("user_uid", String(255), nullable=True),

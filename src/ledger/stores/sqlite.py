@@ -15,9 +15,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Table, create_engine, event
+from sqlalchemy import Connection, Engine, Table, create_engine, event, func
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.sql import ColumnElement
 
 from ..errors import (
     InsufficientFunds,
@@ -27,9 +28,10 @@ from ..errors import (
     UnbalancedTransaction,
 )
 from .base import Retry
-from .sql import BET_SELECT, SqlStore
+from .queries import BET_SELECT
+from .sql import SqlStore
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteDialect", "SqliteStore"]
 
 
 class SqliteStore(SqlStore):
@@ -42,16 +44,16 @@ class SqliteStore(SqlStore):
         if not parsed.database or parsed.database == ":memory:":
             raise ValueError("the SQLite store needs a file: sqlite:///path/to/ledger.db")
         Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        self.url = url
         self.busy_timeout = busy_timeout
-        self.engine = create_engine(
+        engine = create_engine(
             url,
             connect_args={"timeout": busy_timeout, "check_same_thread": False},
             pool_size=8,
             max_overflow=16,
         )
-        event.listen(self.engine, "connect", self._on_connect)
-        event.listen(self.engine, "begin", self._on_begin)
+        event.listen(engine, "connect", self._on_connect)
+        event.listen(engine, "begin", self._on_begin)
+        super().__init__(url, engine, SqliteDialect(engine))
         if migrate:
             self.migrate()
 
@@ -70,8 +72,15 @@ class SqliteStore(SqlStore):
         mode = connection.get_execution_options().get("ledger_begin", "IMMEDIATE")
         connection.exec_driver_sql(f"BEGIN {mode}")
 
+
+class SqliteDialect:
+    """The :class:`~ledger.stores.dialect.Dialect` of SQLite (the standard ``sqlite3``)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
     def connect(self, *, write: bool) -> Connection:
-        connection = self.engine.connect()
+        connection = self._engine.connect()
         connection.execution_options(ledger_begin="IMMEDIATE" if write else "DEFERRED")
         connection.begin()
         return connection
@@ -138,6 +147,9 @@ class SqliteStore(SqlStore):
         for start in range(0, len(uids), 100_000):
             chunk = json.dumps(list(uids[start : start + 100_000]))
             yield from connection.exec_driver_sql(sql, (chunk,)).fetchall()
+
+    def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
+        return func.sum(expression)
 
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         message = str(getattr(error, "orig", error))
