@@ -9,16 +9,17 @@ Standard library only.
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from functools import lru_cache
 
 from .errors import InvalidAmount
 
 __all__ = ["MAX_MINOR", "from_minor", "parse_decimal", "render", "to_minor"]
 
-# Largest amount accepted in minor units. int64 holds 9.2e18; keeping single amounts below 1e17
-# leaves headroom for balances that sum many of them without overflowing the database column.
-MAX_MINOR = 10**17
+# Largest single amount accepted, in minor units: 10^12 units of an 18-decimal currency. Every
+# store holds 38 digits (ledger.stores.schema.CAPACITY), so a balance has room for 10^8 of them
+# and no request a body can carry sums past it; beyond that, the store refuses with 422.
+MAX_MINOR = 10**30
 
 
 def parse_decimal(value: object, *, field: str = "amount") -> Decimal:
@@ -71,8 +72,9 @@ def _to_minor(amount: Decimal, scale: int, field: str) -> int:
         return 0  # zero, including -0 and 0E+7
     if amount.is_signed():
         raise InvalidAmount(f"{field}: {amount} is negative")
-    # Reject absurd exponents before building huge integers (1E+999999 would take a while).
-    if amount.adjusted() > 18:
+    # Reject absurd exponents before building huge integers (1E+999999 would take a while):
+    # beyond 30 the amount is over MAX_MINOR at any scale.
+    if amount.adjusted() > 30:
         raise InvalidAmount(f"{field}: {amount} is too large")
     # A non-zero amount whose leading digit is finer than the minor unit cannot be whole minor
     # units. Refusing it here also keeps the arithmetic below small: ``1E-999999999`` (twelve
@@ -95,7 +97,12 @@ def _to_minor(amount: Decimal, scale: int, field: str) -> int:
 
 def from_minor(minor: int, scale: int) -> Decimal:
     """The exact decimal value of ``minor`` units at ``scale`` decimal places."""
-    return Decimal(minor).scaleb(-scale) if scale else Decimal(minor)
+    # scaleb rounds to the context's 28 digits; balances have up to 38: an exact context.
+    return Decimal(minor).scaleb(-scale, _EXACT) if scale else Decimal(minor)
+
+
+# Precision enough for any integer this ledger holds; nothing computed in it rounds.
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 
 def render(minor: int, scale: int) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, func, literal, select
+from sqlalchemy import Connection, String, and_, case, cast, func, literal, not_, select
+from sqlalchemy.sql import ColumnElement
 
 from ..domain import BetState, Funding, TxnKind
 from .base import CheckReport
@@ -20,6 +21,16 @@ from .schema import accounts, bets, postings, transactions
 __all__ = ["check"]
 
 LIMIT = 50
+
+
+def _negative(amount: ColumnElement[Any]) -> ColumnElement[bool]:
+    # The sign is the first character of the decimal form: exact on every store, including
+    # SQLite's text form of wide values, which SQLite would compare as greater than any number.
+    return func.substr(cast(amount, String), 1, 1) == "-"
+
+
+def _positive(amount: ColumnElement[Any]) -> ColumnElement[bool]:
+    return and_(not_(_negative(amount)), amount != 0)
 
 
 def check(connection: Connection, dialect: Dialect) -> CheckReport:
@@ -109,7 +120,7 @@ def _no_negative_user_balance(connection: Connection) -> Iterator[str]:
     """3. No user balance is negative."""
     for row in connection.execute(
         select(accounts.c.name, accounts.c.currency, accounts.c.balance)
-        .where(accounts.c.kind != "house", accounts.c.balance < 0)
+        .where(accounts.c.kind != "house", _negative(accounts.c.balance))
         .limit(LIMIT)
     ):
         yield f"account {row[0]} {row[1]} is negative: {row[2]}"
@@ -141,8 +152,12 @@ def _bets_match_their_money(connection: Connection, dialect: Dialect) -> Iterato
     legs = (
         select(
             postings.c.bet_uid,
-            total(and_(postings.c.account == held_name, postings.c.amount > 0)).label("held"),
-            total(and_(postings.c.account == held_name, postings.c.amount < 0)).label("released"),
+            total(and_(postings.c.account == held_name, _positive(postings.c.amount))).label(
+                "held"
+            ),
+            total(and_(postings.c.account == held_name, _negative(postings.c.amount))).label(
+                "released"
+            ),
             total(
                 and_(postings.c.account == user_name, transactions.c.kind == TxnKind.HOLD.value)
             ).label("debited"),

@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement
 
 from ..errors import (
+    CapacityExceeded,
     InsufficientFunds,
     LedgerError,
     SchemaNotReady,
@@ -40,6 +41,7 @@ from ..errors import (
 from .base import Retry
 from .migrations import current_revision, head_revision
 from .queries import BET_SELECT
+from .schema import Amount
 from .sql import SqlStore
 
 __all__ = ["PostgresDialect", "PostgresStore", "normalize_url"]
@@ -48,9 +50,12 @@ BULK_ROWS = 20_000
 
 RETRY_STATES = {"23505", "40001", "40P01"}  # unique violation, serialization, deadlock
 BUSY_STATES = {"55P03", "57014"}  # lock_timeout, statement_timeout (query canceled)
+OUT_OF_RANGE = "22003"  # numeric_value_out_of_range: beyond NUMERIC(38, 0)
 
 
 def _array_type(column_type: Any) -> str:
+    if isinstance(column_type, Amount):
+        return "numeric"
     if isinstance(column_type, BigInteger | Integer):
         return "bigint"
     if isinstance(column_type, DateTime):
@@ -164,7 +169,7 @@ class PostgresDialect:
             chunk = rows[start : start + BULK_ROWS]
             result = connection.exec_driver_sql(
                 "UPDATE accounts a SET balance = a.balance + v.delta "
-                "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(delta, name, currency) "
+                "FROM unnest(%s::numeric[], %s::text[], %s::text[]) AS v(delta, name, currency) "
                 "WHERE a.name = v.name AND a.currency = v.currency AND a.balance + v.delta >= 0",
                 tuple(list(column) for column in zip(*chunk, strict=True)),
             )
@@ -178,7 +183,7 @@ class PostgresDialect:
             chunk = rows[start : start + BULK_ROWS]
             connection.exec_driver_sql(
                 "INSERT INTO accounts (name, currency, kind, balance) "
-                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[]) "
+                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::numeric[]) "
                 "ON CONFLICT (name, currency) DO UPDATE "
                 "SET balance = accounts.balance + excluded.balance",
                 tuple(list(column) for column in zip(*chunk, strict=True)),
@@ -191,7 +196,7 @@ class PostgresDialect:
             result = connection.exec_driver_sql(
                 "UPDATE bets b SET state = v.state, payout = v.payout, "
                 "payout_currency = v.payout_currency, closed_at = v.closed_at "
-                "FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::timestamptz[], "
+                "FROM unnest(%s::text[], %s::numeric[], %s::text[], %s::timestamptz[], "
                 "%s::bigint[]) AS v(state, payout, payout_currency, closed_at, uid) "
                 "WHERE b.uid = v.uid AND b.state = 'placed'",
                 tuple(list(column) for column in zip(*chunk, strict=True)),
@@ -217,6 +222,12 @@ class PostgresDialect:
         message = str(original or error).strip()
         if state in RETRY_STATES:
             return Retry(f"a concurrent writer got there first: {message}")
+        if state == OUT_OF_RANGE:
+            # A balance or a sum past 38 digits; the transaction rolls back with nothing written,
+            # and the same request would fail the same way again: 422, not a retryable 503.
+            return CapacityExceeded(
+                f"an amount would exceed the 38 digits the store holds: {message}"
+            )
         if state == "23514":
             if "accounts_no_overdraft" in message:
                 return InsufficientFunds("a user balance would go below zero")

@@ -15,15 +15,15 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self
 
-from sqlalchemy import Connection, Engine, and_, case, literal, select, tuple_
+from sqlalchemy import Connection, Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..domain import Bet, Transaction, account_kind
-from ..errors import InsufficientFunds
+from ..errors import CapacityExceeded, InsufficientFunds
 from . import audit, queries
 from .base import AccountBalance, CheckReport, PoolTotals, Retry, StatementRow
 from .dialect import Dialect
-from .schema import accounts, bets, postings, transactions
+from .schema import CAPACITY, bets, postings, transactions
 
 __all__ = ["SqlStore", "SqlUnitOfWork"]
 
@@ -210,6 +210,12 @@ class SqlUnitOfWork:
             for txn_id, txn in zip(ids, new_transactions, strict=True):
                 headers.append((txn_id, txn.key, txn.kind.value, txn.user, txn.reference, now))
                 for leg in txn.postings:
+                    if not -CAPACITY <= leg.amount <= CAPACITY:
+                        # A request's summed house leg: refused before anything is written.
+                        raise CapacityExceeded(
+                            f"{txn.kind.value}: a {leg.currency} leg on {leg.account} would "
+                            f"exceed the {len(str(CAPACITY))} digits a store holds"
+                        )
                     legs.append((txn_id, leg.account, leg.currency, leg.amount, leg.bet_uid))
                     deltas[(leg.account, leg.currency)] += leg.amount
             credits: list[tuple[str, str, str, int]] = []
@@ -222,7 +228,9 @@ class SqlUnitOfWork:
                     # House accounts may go below zero (prizes, cash): no check needed.
                     credits.append((name, currency, kind, delta))
             # One upsert per account, creating the accounts seen for the first time; it cannot
-            # fail for want of funds, so its place in the order does not matter.
+            # fail for want of funds, so its place in the order does not matter. It is where a
+            # balance past the store's capacity is refused (CapacityExceeded, 422): on SQLite
+            # before any write, on Postgres by NUMERIC(38, 0) itself, rolling the unit back.
             self._dialect.upsert_balances(self._conn, credits)
             # Postings first, then the transaction rows that seal them: the database checks,
             # when a transaction row arrives (SQLite) or at commit (Postgres), that its postings
@@ -243,28 +251,18 @@ class SqlUnitOfWork:
         really come up short; held ones are checked all the same.
         """
         # Conditional updates (balance + delta >= 0): atomic against every other writer, so no
-        # read-modify-write and no lost update, and an overdraft changes no row.
-        if self._dialect.debit_balances(self._conn, debits) != len(debits):
-            short = self._conn.execute(
-                select(accounts.c.name, accounts.c.currency).where(
-                    tuple_(accounts.c.name, accounts.c.currency).in_(
-                        [(name, currency) for _, name, currency in debits]
-                    ),
-                    accounts.c.balance
-                    + case(
-                        *(
-                            (and_(accounts.c.name == name, accounts.c.currency == currency), delta)
-                            for delta, name, currency in debits
-                        ),
-                        else_=0,
-                    )
-                    < 0,
-                )
-            ).first()
-            user, currency = (short[0], short[1]) if short else (debits[0][1], debits[0][2])
-            raise InsufficientFunds(
-                f"user {user.removeprefix('user:')} has insufficient {currency} funds"
-            )
+        # lost update, and an overdraft changes no row.
+        if self._dialect.debit_balances(self._conn, debits) == len(debits):
+            return
+        # Only to name the user in the error (the unit of work is rolled back anyway).
+        found = queries.account_balances(self._conn, [(name, cur) for _, name, cur in debits])
+        user, currency = next(
+            ((name, cur) for delta, name, cur in debits if found.get((name, cur), 0) + delta < 0),
+            (debits[0][1], debits[0][2]),
+        )
+        raise InsufficientFunds(
+            f"user {user.removeprefix('user:')} has insufficient {currency} funds"
+        )
 
     # --- reads and the audit --------------------------------------------------------------------
 
