@@ -12,7 +12,7 @@ automatic). Stores translate their driver's exceptions into :mod:`ledger.errors`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -65,14 +65,18 @@ class StatementRow:
 
 @dataclass(frozen=True, slots=True)
 class PoolTotals:
-    """The entries of one tournament in one currency, grouped by state, in minor units."""
+    """The entries of one tournament in one currency and one state, in minor units.
+
+    ``payouts`` maps each payout currency to its total: a bet may be paid out in another
+    currency than its own, and amounts of two currencies never add up.
+    """
 
     currency: str
     state: str
     entries: int
     stakes: int
     rake: int
-    payouts: int
+    payouts: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

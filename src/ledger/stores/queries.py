@@ -186,28 +186,37 @@ def statement(
 
 
 def pool_totals(connection: Connection, dialect: Dialect, pool_uid: int) -> list[PoolTotals]:
-    """The tournament's entries grouped by currency and state."""
+    """The tournament's entries grouped by currency and state, payouts by payout currency."""
     query = (
         select(
             bets.c.currency,
             bets.c.state,
+            bets.c.payout_currency,
             func.count(),
             dialect.exact_sum(bets.c.amount),
             dialect.exact_sum(bets.c.rake),
-            dialect.exact_sum(func.coalesce(bets.c.payout, 0)),
+            dialect.exact_sum(bets.c.payout),
         )
         .where(bets.c.pool_uid == pool_uid)
-        .group_by(bets.c.currency, bets.c.state)
-        .order_by(bets.c.currency, bets.c.state)
+        .group_by(bets.c.currency, bets.c.state, bets.c.payout_currency)
     )
+    groups: dict[tuple[str, str], list[int]] = {}
+    payouts: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    for currency, state, payout_currency, entries, stakes, rake, paid in connection.execute(query):
+        totals = groups.setdefault((currency, state), [0, 0, 0])
+        totals[0] += int(entries)
+        totals[1] += int(stakes)
+        totals[2] += int(rake)
+        if payout_currency is not None and paid:
+            payouts[(currency, state)][payout_currency] = int(paid)
     return [
         PoolTotals(
-            currency=row[0],
-            state=row[1],
-            entries=int(row[2]),
-            stakes=int(row[3]),
-            rake=int(row[4]),
-            payouts=int(row[5]),
+            currency=currency,
+            state=state,
+            entries=entries,
+            stakes=stakes,
+            rake=rake,
+            payouts=dict(sorted(payouts[(currency, state)].items())),
         )
-        for row in connection.execute(query)
+        for (currency, state), (entries, stakes, rake) in sorted(groups.items())
     ]
