@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
@@ -35,7 +37,7 @@ from ledger.domain import (
     withdrawal,
 )
 from ledger.money import MAX_MINOR
-from ledger.stores.schema import CAPACITY
+from ledger.stores.schema import CAPACITY, INT64_MIN, from_stored, to_stored
 from ledger.stores.sql import SqlStore
 from support import balance, house, raises_key
 
@@ -404,3 +406,79 @@ def test_a_full_38_digit_balance_reads_back_exactly(book: ledger.Ledger) -> None
     assert book.statement("u1")[0].amount == full
     assert house(book, HOUSE_CASH) == -CAPACITY
     assert_sound(book)
+
+
+# --- the SQLite representation, proved over random values ---------------------------------------
+
+WIDE = st.integers(min_value=-CAPACITY, max_value=CAPACITY)
+EDGES = st.sampled_from(
+    [0, 1, -1, INT64_MAX, INT64_MAX + 1, -(2**63), -(2**63) - 1, CAPACITY, -CAPACITY]
+)
+
+
+@pytest.fixture(scope="module")
+def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqlStore]:
+    book = ledger.open_ledger(f"sqlite:///{tmp_path_factory.mktemp('wide')}/ledger.db")
+    assert isinstance(book.store, SqlStore)
+    yield book.store
+    book.close()
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.one_of(WIDE, EDGES), min_size=1, max_size=12))
+def test_sqlite_keeps_every_38_digit_integer_and_its_sums_exact(
+    sqlite_store: SqlStore, values: list[int]
+) -> None:
+    with sqlite_store.engine.connect() as connection:
+        connection.begin()
+        for n, value in enumerate(values):
+            connection.exec_driver_sql(
+                "INSERT INTO accounts (name, currency, kind, balance) "
+                "VALUES (?, 'EUR', 'house', ?)",
+                (f"house:p{n}", to_stored(value)),
+            )
+        found = connection.exec_driver_sql(
+            "SELECT balance, typeof(balance) FROM accounts WHERE name GLOB 'house:p*' "
+            "ORDER BY CAST(substr(name, 8) AS INTEGER)"
+        ).all()
+        assert [from_stored(value) for value, _ in found] == values
+        assert all(
+            (kind == "integer") == (INT64_MIN <= v <= INT64_MAX)
+            for v, (_, kind) in zip(values, found, strict=True)
+        )
+        total = connection.exec_driver_sql(
+            "SELECT ledger_sum(balance) FROM accounts WHERE name GLOB 'house:p*'"
+        ).scalar()
+        assert total == to_stored(sum(values))
+        # Equal values have one stored form: SQL equality is value equality.
+        same = connection.exec_driver_sql(
+            "SELECT count(*) FROM accounts WHERE name GLOB 'house:p*' AND balance = ?",
+            (to_stored(values[0]),),
+        ).scalar()
+        assert same == values.count(values[0])
+        connection.rollback()
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=st.one_of(WIDE, EDGES), form=st.sampled_from(["text", "zero", "plus", "real", "long"]))
+def test_sqlite_refuses_every_other_form_of_an_amount(
+    sqlite_store: SqlStore, value: int, form: str
+) -> None:
+    wrong: object = {
+        "text": str(value),  # text although it may fit 64 bits
+        "zero": "0" + str(abs(value)),
+        "plus": "+" + str(abs(value)),
+        "real": float(value),
+        "long": str(CAPACITY + 1 + abs(value)),
+    }[form]
+    if form == "text" and not INT64_MIN <= value <= INT64_MAX:
+        wrong = "-0" + str(-value) if value < 0 else " " + str(value)
+    with sqlite_store.engine.connect() as connection:
+        connection.begin()
+        with pytest.raises(DBAPIError, match="accounts_balance_exact"):
+            connection.exec_driver_sql(
+                "INSERT INTO accounts (name, currency, kind, balance) "
+                "VALUES ('house:x', 'EUR', 'house', ?)",
+                (wrong,),
+            )
+        connection.rollback()

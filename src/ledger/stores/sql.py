@@ -250,8 +250,8 @@ class SqlUnitOfWork:
         Held money only ever returns what a hold put there, so only available balances can
         really come up short; held ones are checked all the same.
         """
-        # Conditional updates (balance + delta >= 0): atomic against every other writer, so no
-        # lost update, and an overdraft changes no row.
+        # Atomic against every other writer, and an overdraft changes no row: conditional
+        # updates on Postgres, a read-modify-write under SQLite's one-writer lock.
         if self._dialect.debit_balances(self._conn, debits) == len(debits):
             return
         # Only to name the user in the error (the unit of work is rolled back anyway).
