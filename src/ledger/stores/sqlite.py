@@ -18,6 +18,7 @@ import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, cast
 
@@ -36,7 +37,7 @@ from ..errors import (
 )
 from .base import Retry
 from .queries import BET_SELECT
-from .schema import CAPACITY, INT64_MAX, INT64_MIN, Amount, from_stored, to_stored
+from .schema import CAPACITY, INT64_MAX, Amount, from_stored, to_stored
 from .sql import SqlStore
 
 __all__ = ["SqliteDialect", "SqliteStore"]
@@ -237,15 +238,13 @@ def _stored_rows(
 ) -> Sequence[tuple[Any, ...]]:
     """``rows`` with every amount beyond 64 bits in its text form (the driver refuses such ints).
 
-    Almost every batch has none: one pass to find out, and the rows are copied only if needed.
+    Almost every batch has none: one pass per money column in C (map, filter, max) to find out,
+    and the rows are copied only if needed. (-2^63 counts as wide here; to_stored keeps it.)
     """
     wide = [
         n
         for n in money
-        if any(
-            value is not None and not INT64_MIN <= value <= INT64_MAX
-            for value in (row[n] for row in rows)
-        )
+        if max(map(abs, filter(None, map(itemgetter(n), rows))), default=0) > INT64_MAX
     ]
     if not wide:
         return rows
