@@ -1,10 +1,11 @@
 """Capacity: sums beyond 64 bits are kept exactly, and what a store cannot hold is a clean 422.
 
-Every money column holds 38 digits on both stores (Postgres NUMERIC(38,0); SQLite an INTEGER
-while the value fits 64 bits, else its canonical decimal text, see ledger.stores.schema). Single
-amounts stay at most ``MAX_MINOR`` (10^30 minor units), so reaching the 38-digit limit takes
-10^8 maximal operations: the refusal tests seed a near-full account through the store's own port
-(a legitimate, balanced journal) and then drive every path through the library.
+Every money column holds 38 digits on both stores (Postgres NUMERIC with a CHECK; SQLite an
+INTEGER while the value fits 64 bits, else its canonical decimal text; see
+ledger.stores.schema). Single amounts stay at most ``MAX_MINOR`` (10^30 minor units), so
+reaching the 38-digit limit takes 10^8 maximal operations: the refusal tests seed a near-full
+account through the store's own port (a legitimate, balanced journal) and then drive every path
+through the library.
 """
 
 from __future__ import annotations
@@ -360,7 +361,31 @@ def test_settle_beyond_capacity_over_http_is_422_with_the_key(
         assert check.status_code == 200, check.text
 
 
-# --- SQLite: a balance that is not an exact integer is impossible ------------------------------
+# --- a balance that is not an exact integer is impossible ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE accounts SET balance = balance + 0.5 WHERE name = 'user:u1'",
+        "UPDATE accounts SET balance = 1e38 WHERE name = 'user:u1'",
+        "UPDATE accounts SET balance = -1e38 WHERE name = 'house:cash'",
+        "UPDATE bets SET payout = 0.5, state = 'settled' WHERE uid = 1",
+    ],
+)
+def test_no_store_keeps_an_amount_that_is_not_an_exact_integer_of_38_digits(
+    book: ledger.Ledger, statement: str
+) -> None:
+    # Refused by the database itself, not rounded (NUMERIC(38, 0) would round 0.5).
+    book.deposit("u1", "EUR", "100.00", reference="funds")
+    book.place_bets(P.place(P.entry(1, amount=0, rake=0)))
+    store = book.store
+    assert isinstance(store, SqlStore)
+    with pytest.raises(DBAPIError), store.engine.begin() as connection:
+        connection.execute(text(statement))
+    assert balance(book, "u1") == (D("100.00"), D(0))
+    assert book.bet(1).state == "placed"  # type: ignore[union-attr]
+    assert_sound(book)
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,7 @@ BULK_ROWS = 20_000
 
 RETRY_STATES = {"23505", "40001", "40P01"}  # unique violation, serialization, deadlock
 BUSY_STATES = {"55P03", "57014"}  # lock_timeout, statement_timeout (query canceled)
-OUT_OF_RANGE = "22003"  # numeric_value_out_of_range: beyond NUMERIC(38, 0)
+OUT_OF_RANGE = "22003"  # numeric_value_out_of_range
 
 
 def _array_type(column_type: Any) -> str:
@@ -222,12 +222,11 @@ class PostgresDialect:
         message = str(original or error).strip()
         if state in RETRY_STATES:
             return Retry(f"a concurrent writer got there first: {message}")
-        if state == OUT_OF_RANGE:
-            # A balance or a sum past 38 digits; the transaction rolls back with nothing written,
-            # and the same request would fail the same way again: 422, not a retryable 503.
-            return CapacityExceeded(
-                f"an amount would exceed the 38 digits the store holds: {message}"
-            )
+        if state == OUT_OF_RANGE or (state == "23514" and "_exact" in message):
+            # A balance or a sum past 38 digits (the <table>_<column>_exact CHECKs); the
+            # transaction rolls back with nothing written, and the same request would fail the
+            # same way again: 422, not a retryable 503.
+            return CapacityExceeded(f"beyond the 38 digits the store holds: {message}")
         if state == "23514":
             if "accounts_no_overdraft" in message:
                 return InsufficientFunds("a user balance would go below zero")

@@ -50,12 +50,14 @@ metadata = MetaData()
 # --- money columns ------------------------------------------------------------------------------
 #
 # Every amount and balance is an exact integer of the currency's minor unit, of up to 38 digits
-# on every store: Postgres NUMERIC(38, 0); on SQLite, whose integers are 64-bit, an INTEGER while
-# the value fits and its canonical decimal text beyond (no leading zero, ``-`` for negatives),
-# in a column of BLOB affinity so that SQLite never converts either (INTEGER or NUMERIC affinity
-# would turn wide text into a REAL: an inexact balance). The SQLite migration adds CHECKs that
-# admit nothing else, and SQLite adds these values only in Python or in the exact ``ledger_sum``
-# aggregate (ledger.stores.sqlite), never with its own ``+`` or ``SUM``, which overflow.
+# on every store. Postgres: NUMERIC, with a CHECK (``<table>_<column>_exact``) that admits
+# integers of at most 38 digits only; NUMERIC(38, 0) would silently round a fraction written by
+# hand. SQLite, whose integers are 64-bit: an INTEGER while the value fits and its canonical
+# decimal text beyond (no leading zero, ``-`` for negatives), in a column of BLOB affinity so
+# that SQLite never converts either (INTEGER or NUMERIC affinity would turn wide text into a
+# REAL: an inexact balance); its CHECKs admit nothing else, and SQLite adds these values only in
+# Python or in the exact ``ledger_sum`` aggregate (ledger.stores.sqlite), never with its own
+# ``+`` or ``SUM``, which overflow. The CHECKs are the migration's (0002), per database.
 
 CAPACITY = 10**38 - 1
 """The largest magnitude of any stored amount or balance; beyond it the store refuses (422)."""
@@ -89,13 +91,13 @@ class _SqliteAmount(BLOB):
 class Amount(TypeDecorator[int]):
     """An exact integer amount of minor units, up to 38 digits, read and written as ``int``."""
 
-    impl = Numeric(38, 0)
+    impl = Numeric()
     cache_ok = True
 
     def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "sqlite":
             return dialect.type_descriptor(_SqliteAmount())
-        return dialect.type_descriptor(Numeric(38, 0))
+        return dialect.type_descriptor(Numeric())
 
     def process_bind_param(self, value: int | None, dialect: Dialect) -> Any:
         if value is None or dialect.name != "sqlite":

@@ -230,7 +230,7 @@ class SqlUnitOfWork:
             # One upsert per account, creating the accounts seen for the first time; it cannot
             # fail for want of funds, so its place in the order does not matter. It is where a
             # balance past the store's capacity is refused (CapacityExceeded, 422): on SQLite
-            # before any write, on Postgres by NUMERIC(38, 0) itself, rolling the unit back.
+            # before any write, on Postgres by its CHECK, rolling the unit back.
             self._dialect.upsert_balances(self._conn, credits)
             # Postings first, then the transaction rows that seal them: the database checks,
             # when a transaction row arrives (SQLite) or at commit (Postgres), that its postings

@@ -3,13 +3,14 @@
 Revision ID: 0002
 Revises: 0001
 
-Postgres: the money columns become NUMERIC(38, 0). SQLite, whose integers are 64-bit: the money
-columns get BLOB affinity (so SQLite never converts what it is given), holding an INTEGER while
-the value fits 64 bits and its canonical decimal text beyond; CHECKs admit nothing else (no REAL,
-ever), and the balancing trigger adds with the exact ``ledger_sum`` aggregate that every ledger
-connection registers (ledger.stores.sqlite). A connection without it cannot write a transaction
-row: the guard fails closed. A balance the 64-bit overflow had already turned into a REAL is
-recomputed, exactly, from its postings.
+Postgres: the money columns become NUMERIC with a CHECK that admits integers of at most 38 digits
+only (NUMERIC(38, 0) would round a fraction written by hand instead of refusing it). SQLite,
+whose integers are 64-bit: the money columns get BLOB affinity (so SQLite never converts what it
+is given), holding an INTEGER while the value fits 64 bits and its canonical decimal text
+beyond; CHECKs admit nothing else (no REAL, ever), and the balancing trigger adds with the exact
+``ledger_sum`` aggregate that every ledger connection registers (ledger.stores.sqlite). A
+connection without it cannot write a transaction row: the guard fails closed. A balance the
+64-bit overflow had already turned into a REAL is recomputed, exactly, from its postings.
 """
 
 from __future__ import annotations
@@ -27,14 +28,18 @@ INT64_MAX = 2**63 - 1
 def upgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         # One ALTER per table: each rewrites its table once.
-        op.execute("ALTER TABLE accounts ALTER COLUMN balance TYPE NUMERIC(38, 0)")
-        op.execute("ALTER TABLE postings ALTER COLUMN amount TYPE NUMERIC(38, 0)")
-        op.execute(
-            "ALTER TABLE bets ALTER COLUMN amount TYPE NUMERIC(38, 0), "
-            "ALTER COLUMN rake TYPE NUMERIC(38, 0), ALTER COLUMN payout TYPE NUMERIC(38, 0)"
-        )
+        for table, columns in MONEY.items():
+            clauses = [f"ALTER COLUMN {column} TYPE NUMERIC" for column in columns] + [
+                f"ADD CONSTRAINT {table}_{column}_exact CHECK "
+                f"({column} = trunc({column}) AND abs({column}) <= {10**38 - 1})"
+                for column in columns
+            ]
+            op.execute(f"ALTER TABLE {table} {', '.join(clauses)}")
         return
     _upgrade_sqlite()
+
+
+MONEY = {"accounts": ("balance",), "postings": ("amount",), "bets": ("amount", "rake", "payout")}
 
 
 # --- SQLite ---------------------------------------------------------------------------------------
