@@ -79,8 +79,6 @@ def from_stored(value: Any) -> int:
 class _SqliteAmount(BLOB):
     """SQLite's side of :class:`Amount`: declared BLOB (for the affinity), values passed as is."""
 
-    cache_ok = True
-
     def bind_processor(self, dialect: Dialect) -> None:
         return None
 
