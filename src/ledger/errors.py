@@ -16,6 +16,7 @@ __all__ = [
     "BetAlreadySettled",
     "BetConflict",
     "BetNotFound",
+    "CapacityExceeded",
     "Forbidden",
     "InsufficientFunds",
     "InvalidAmount",
@@ -151,6 +152,17 @@ class ReferenceConflict(LedgerError):
 
     key = "reference.conflict"
     status = 409
+
+
+class CapacityExceeded(LedgerError):
+    """A balance or a request's sum would exceed what the store holds exactly (38 digits).
+
+    Every amount in it is valid and the request is well formed, so this is 422, not 400; and it
+    is not 5xx: the same request would fail the same way on every re-send.
+    """
+
+    key = "amount.capacity_exceeded"
+    status = 422
 
 
 # --- technical failures: 5xx, the platform re-sends --------------------------------------------

@@ -26,9 +26,10 @@ __all__ = [
     "to_minor",
 ]
 
-# Largest amount accepted in minor units. int64 holds 9.2e18; keeping single amounts below 1e17
-# leaves headroom for balances that sum many of them without overflowing the database column.
-MAX_MINOR = 10**17
+# Largest single amount accepted, in minor units: 10^12 units of an 18-decimal currency. Every
+# store holds 38 digits (ledger.stores.schema.CAPACITY), so a balance has room for 10^8 of them
+# and no request a body can carry sums past it; beyond that, the store refuses with 422.
+MAX_MINOR = 10**30
 
 # The longest amount text read (a decimal string or a JSON number as written), and the most
 # digits of an int or Decimal. It is checked before anything converts the amount: turning a
@@ -135,8 +136,9 @@ def _to_minor(amount: Decimal, scale: int, field: str) -> int:
         return 0  # zero, including -0 and 0E+7
     if amount.is_signed():
         raise InvalidAmount(f"{field}: {_quote(amount)} is negative")
-    # Reject absurd exponents before building huge integers (1E+999999 would take a while).
-    if amount.adjusted() > 18:
+    # Reject absurd exponents before building huge integers (1E+999999 would take a while):
+    # beyond 30 the amount is over MAX_MINOR at any scale.
+    if amount.adjusted() > 30:
         raise InvalidAmount(f"{field}: {_quote(amount)} is too large")
     # A non-zero amount whose leading digit is finer than the minor unit cannot be whole minor
     # units. Refusing it here also keeps the arithmetic below small: ``1E-999999999`` (twelve

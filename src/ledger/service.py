@@ -330,40 +330,45 @@ class Ledger:
         )
 
     def pool_report(self, pool_uid: int) -> PoolReport:
-        """Entries, stakes, rake, payouts and open holds of one tournament, per currency."""
+        """Entries, stakes, rake, payouts and open holds of one tournament, per currency.
+
+        Payouts are listed per payout currency (``{"JPY": "500"}``): a bet may be paid out in
+        another currency than its own, and two currencies never add up.
+        """
         pool_uid = check_id(pool_uid, "pool uid")
         rows = self._read(lambda uow: uow.pool_totals(pool_uid))
-        by_currency: dict[str, dict[str, Any]] = {}
+        totals: dict[str, dict[str, Any]] = {}
         for row in rows:
-            scale = self.currencies.scale(row.currency)
-            summary = by_currency.setdefault(
+            found = totals.setdefault(
                 row.currency,
-                {
-                    "currency": row.currency,
-                    "entries": 0,
-                    "by_state": {},
-                    "_stakes": 0,
-                    "_rake": 0,
-                    "_payouts": 0,
-                    "_open": 0,
-                },
+                {"entries": 0, "by_state": {}, "stakes": 0, "rake": 0, "payouts": {}, "open": 0},
             )
-            summary["entries"] += row.entries
-            summary["by_state"][row.state] = row.entries
-            summary["_stakes"] += row.stakes
-            summary["_rake"] += row.rake
+            found["entries"] += row.entries
+            found["by_state"][row.state] = row.entries
+            found["stakes"] += row.stakes
+            found["rake"] += row.rake
             if row.state == domain.BetState.SETTLED:
-                summary["_payouts"] += row.payouts
+                for currency, amount in row.payouts.items():
+                    found["payouts"][currency] = found["payouts"].get(currency, 0) + amount
             if row.state == domain.BetState.PLACED:
-                summary["_open"] += row.stakes + row.rake
-            for name in ("stakes", "rake", "payouts", "open"):
-                summary[name if name != "open" else "open_holds"] = render(
-                    summary[f"_{name}"], scale
-                )
-        currencies = [
-            {key: value for key, value in summary.items() if not key.startswith("_")}
-            for summary in by_currency.values()
-        ]
+                found["open"] += row.stakes + row.rake
+        currencies = []
+        for currency, found in totals.items():
+            scale = self.currencies.scale(currency)
+            currencies.append(
+                {
+                    "currency": currency,
+                    "entries": found["entries"],
+                    "by_state": found["by_state"],
+                    "stakes": render(found["stakes"], scale),
+                    "rake": render(found["rake"], scale),
+                    "payouts": {
+                        paid_in: render(amount, self.currencies.scale(paid_in))
+                        for paid_in, amount in sorted(found["payouts"].items())
+                    },
+                    "open_holds": render(found["open"], scale),
+                }
+            )
         return PoolReport(pool_uid=pool_uid, currencies=currencies)
 
     def check(self) -> CheckReport:

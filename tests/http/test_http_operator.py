@@ -220,7 +220,7 @@ def test_tournament_report_sums_entries_stakes_rake_payouts_and_open_holds(
     assert (eur["stakes"], eur["rake"], eur["payouts"], eur["open_holds"]) == (
         "20.00",
         "2.00",
-        "15.00",
+        {"EUR": "15.00"},
         "11.00",
     )
 

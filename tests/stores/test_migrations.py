@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 
 import ledger
-from ledger.migrations import current_revision, head_revision
+from ledger.stores.migrations import current_revision, head_revision, upgrade
 from ledger.stores.postgres import normalize_url
 from ledger.stores.schema import metadata
 
@@ -38,3 +40,78 @@ def test_upgrading_an_up_to_date_database_changes_nothing(store_url: str) -> Non
     with ledger.open_ledger(store_url, migrate=True) as book:
         assert book.balance("u1")[0].available == Decimal("1.00")
         assert book.check().ok
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def empty_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database with no schema yet: once on SQLite, once on Postgres."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/old.db"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def test_upgrade_to_0002_keeps_every_amount_and_repairs_overflowed_balances(
+    empty_url: str,
+) -> None:
+    engine = create_engine(normalize_url(empty_url))
+    sqlite = empty_url.startswith("sqlite")
+    # The 64-bit schema of 0001, written as the code before 0002 wrote it: 93 deposits of
+    # 1e15 EUR, whose running balances SQLite silently turned into REALs (Postgres refused the
+    # last one; it gets 92), and one open entry.
+    deposits = 93 if sqlite else 92
+    try:
+        with engine.begin() as connection:
+            upgrade(connection, "0001")
+            for n in range(1, deposits + 1):
+                connection.execute(
+                    text(
+                        "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
+                        "(:n, 'house:cash', 'EUR', -100000000000000000), "
+                        "(:n, 'user:u1', 'EUR', 100000000000000000)"
+                    ),
+                    {"n": n},
+                )
+                connection.execute(
+                    text(
+                        "INSERT INTO transactions (id, idempotency_key, kind, user_uid, "
+                        "reference, created_at) VALUES (:n, :key, 'deposit', 'u1', :ref, "
+                        "CURRENT_TIMESTAMP)"
+                    ),
+                    {"n": n, "key": f"deposit:r{n}", "ref": f"r{n}"},
+                )
+                for name, kind, delta in (
+                    ("house:cash", "house", -(10**17)),
+                    ("user:u1", "available", 10**17),
+                ):
+                    connection.execute(
+                        text(
+                            "INSERT INTO accounts (name, currency, kind, balance) "
+                            "VALUES (:name, 'EUR', :kind, :delta) ON CONFLICT (name, currency) "
+                            "DO UPDATE SET balance = accounts.balance + excluded.balance"
+                        ),
+                        {"name": name, "kind": kind, "delta": delta},
+                    )
+            if sqlite:
+                kinds = connection.execute(text("SELECT typeof(balance) FROM accounts")).all()
+                assert {kind for (kind,) in kinds} == {"real"}  # what the old code left
+            else:
+                connection.execute(text(f"SELECT setval('transaction_ids', {deposits})"))
+    finally:
+        engine.dispose()
+    with ledger.open_ledger(empty_url, migrate=True) as book:
+        total = deposits * 10**17
+        assert book.balance("u1")[0].available == Decimal(total).scaleb(-2)
+        report = book.check()
+        assert report.ok, report.problems
+        assert report.transactions == deposits
+        assert book.withdraw("u1", "EUR", "1.00", reference="after").applied
+        assert book.balance("u1")[0].available == Decimal(total - 100).scaleb(-2)
+        assert book.check().ok
+    if sqlite:
+        engine = create_engine(empty_url)
+        try:
+            with engine.connect() as connection:
+                kinds = connection.execute(text("SELECT typeof(balance) FROM accounts")).all()
+        finally:
+            engine.dispose()
+        assert {kind for (kind,) in kinds} == {"text"}  # 9.3e18 is beyond 64 bits: exact text

@@ -585,12 +585,28 @@ def test_pool_report_sums_stakes_rake_payouts_and_open_holds(book: ledger.Ledger
                 "by_state": {"placed": 1, "refunded": 1, "settled": 1},
                 "stakes": "30.00",
                 "rake": "3.00",
-                "payouts": "15.00",
+                "payouts": {"EUR": "15.00"},
                 "open_holds": "11.00",
             }
         ],
     }
     assert book.pool_report(99).currencies == []
+
+
+def test_pool_report_keeps_payouts_in_the_currency_they_were_paid_in(
+    book: ledger.Ledger,
+) -> None:
+    # EUR entries paid out in JPY (scale 0) and in EUR: never added together.
+    funded(book)
+    book.place_bets(P.place(P.entry(1), P.entry(2), P.entry(3)))
+    book.settle(P.settle(7, (1, "500"), currency="JPY"))
+    book.settle(P.settle(7, (2, "15.00"), (3, "0")))
+    (eur,) = book.pool_report(7).to_dict()["currencies"]
+    assert eur["currency"] == "EUR"
+    assert eur["by_state"] == {"settled": 3}
+    assert (eur["stakes"], eur["rake"]) == ("30.00", "3.00")
+    assert eur["payouts"] == {"EUR": "15.00", "JPY": "500"}
+    assert balance(book, "u1", "JPY") == (D("500"), D("0"))
 
 
 def test_bet_view_of_unknown_bet_is_none(book: ledger.Ledger) -> None:

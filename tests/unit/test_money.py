@@ -140,7 +140,8 @@ def test_to_minor_is_exact(amount: str, scale: int, minor: int) -> None:
         ("0.005", 2),
         ("-0.01", 2),
         ("-1", 0),
-        ("1E+19", 2),
+        ("1E+29", 2),  # 10^31 minor units: over MAX_MINOR
+        ("1E+31", 0),
         ("1E-999999999", 2),  # refused at once, without building a billion-digit divisor
         (str(MAX_MINOR + 1), 0),
     ],

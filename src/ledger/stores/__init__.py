@@ -1,6 +1,13 @@
-"""Stores: one UnitOfWork port (:mod:`.base`), one module per database.
+"""Stores: one UnitOfWork port, one module per concern, one module per database.
 
-Only this package imports SQLAlchemy or a database driver.
+- :mod:`.base`: the port (:class:`UnitOfWork`, :class:`Store`) and the records it returns;
+- :mod:`.sql`: the SQL unit of work, its lifecycle and its writes; :mod:`.queries`: the reads and
+  reports; :mod:`.audit`: ``check()``, re-proving the invariants from the journal;
+- :mod:`.dialect`: the hooks a database supplies, implemented by :mod:`.sqlite` and
+  :mod:`.postgres`;
+- :mod:`.schema`: the one SQLAlchemy Core schema; :mod:`.migrations`: Alembic.
+
+Only this package imports SQLAlchemy, Alembic or a database driver.
 """
 
 from __future__ import annotations

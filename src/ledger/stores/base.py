@@ -7,12 +7,14 @@ automatic). Stores translate their driver's exceptions into :mod:`ledger.errors`
 - an idempotency race lost to a concurrent writer (unique key), a deadlock or a serialization
   failure raises :class:`Retry`, and the service runs the whole unit of work again;
 - an unreachable or timed-out database raises :class:`~ledger.errors.StoreUnavailable` (503);
-- an overdraft caught by the database raises :class:`~ledger.errors.InsufficientFunds`.
+- an overdraft caught by the database raises :class:`~ledger.errors.InsufficientFunds`;
+- a leg or balance beyond what the store holds (38 digits, ``schema.CAPACITY``) raises
+  :class:`~ledger.errors.CapacityExceeded` (422), with nothing written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -65,14 +67,18 @@ class StatementRow:
 
 @dataclass(frozen=True, slots=True)
 class PoolTotals:
-    """The entries of one tournament in one currency, grouped by state, in minor units."""
+    """The entries of one tournament in one currency and one state, in minor units.
+
+    ``payouts`` maps each payout currency to its total: a bet may be paid out in another
+    currency than its own, and amounts of two currencies never add up.
+    """
 
     currency: str
     state: str
     entries: int
     stakes: int
     rake: int
-    payouts: int
+    payouts: Mapping[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +130,8 @@ class UnitOfWork(Protocol):
         """Append balanced transactions and apply them to account balances.
 
         Raises :class:`~ledger.errors.InsufficientFunds` when a user's available balance would go
-        below zero. A key used meanwhile by another writer raises :class:`Retry`.
+        below zero, :class:`~ledger.errors.CapacityExceeded` when a leg or a balance would pass
+        what the store holds. A key used meanwhile by another writer raises :class:`Retry`.
         """
 
     def account_balances(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:

@@ -10,6 +10,7 @@ every wait so that an outage answers 503 long before the platform's 2-minute tim
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
@@ -17,15 +18,19 @@ from sqlalchemy import (
     BigInteger,
     Connection,
     DateTime,
+    Engine,
     Integer,
     Table,
     create_engine,
+    func,
     text,
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.sql import ColumnElement
 
 from ..errors import (
+    CapacityExceeded,
     InsufficientFunds,
     LedgerError,
     SchemaNotReady,
@@ -33,19 +38,24 @@ from ..errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
-from ..migrations import current_revision, head_revision
 from .base import Retry
-from .sql import BET_SELECT, SqlStore
+from .migrations import current_revision, head_revision
+from .queries import BET_SELECT
+from .schema import Amount
+from .sql import SqlStore
 
-__all__ = ["PostgresStore", "normalize_url"]
+__all__ = ["PostgresDialect", "PostgresStore", "normalize_url"]
 
 BULK_ROWS = 20_000
 
 RETRY_STATES = {"23505", "40001", "40P01"}  # unique violation, serialization, deadlock
 BUSY_STATES = {"55P03", "57014"}  # lock_timeout, statement_timeout (query canceled)
+OUT_OF_RANGE = "22003"  # numeric_value_out_of_range
 
 
 def _array_type(column_type: Any) -> str:
+    if isinstance(column_type, Amount):
+        return "numeric"
     if isinstance(column_type, BigInteger | Integer):
         return "bigint"
     if isinstance(column_type, DateTime):
@@ -77,19 +87,20 @@ class PostgresStore(SqlStore):
         pool_size: int = 10,
         migrate: bool = False,
     ) -> None:
-        self.url = normalize_url(url)
+        url = normalize_url(url)
         options = (
             f"-c lock_timeout={int(lock_timeout * 1000)} "
             f"-c statement_timeout={int(statement_timeout * 1000)}"
         )
-        self.engine = create_engine(
-            make_url(self.url),
+        engine = create_engine(
+            make_url(url),
             pool_pre_ping=True,
             pool_size=pool_size,
             max_overflow=pool_size,
             pool_timeout=connect_timeout * 2,
             connect_args={"connect_timeout": max(1, int(connect_timeout)), "options": options},
         )
+        super().__init__(url, engine, PostgresDialect(engine))
         if migrate:
             self.migrate()
         else:
@@ -104,8 +115,15 @@ class PostgresStore(SqlStore):
                 f"{head_revision()}: run `ledger db upgrade --db URL`"
             )
 
+
+class PostgresDialect:
+    """The :class:`~ledger.stores.dialect.Dialect` of Postgres (psycopg 3)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
     def connect(self, *, write: bool) -> Connection:
-        connection = self.engine.connect()
+        connection = self._engine.connect()
         connection.begin()
         return connection
 
@@ -151,7 +169,7 @@ class PostgresStore(SqlStore):
             chunk = rows[start : start + BULK_ROWS]
             result = connection.exec_driver_sql(
                 "UPDATE accounts a SET balance = a.balance + v.delta "
-                "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(delta, name, currency) "
+                "FROM unnest(%s::numeric[], %s::text[], %s::text[]) AS v(delta, name, currency) "
                 "WHERE a.name = v.name AND a.currency = v.currency AND a.balance + v.delta >= 0",
                 tuple(list(column) for column in zip(*chunk, strict=True)),
             )
@@ -165,7 +183,7 @@ class PostgresStore(SqlStore):
             chunk = rows[start : start + BULK_ROWS]
             connection.exec_driver_sql(
                 "INSERT INTO accounts (name, currency, kind, balance) "
-                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[]) "
+                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::numeric[]) "
                 "ON CONFLICT (name, currency) DO UPDATE "
                 "SET balance = accounts.balance + excluded.balance",
                 tuple(list(column) for column in zip(*chunk, strict=True)),
@@ -178,7 +196,7 @@ class PostgresStore(SqlStore):
             result = connection.exec_driver_sql(
                 "UPDATE bets b SET state = v.state, payout = v.payout, "
                 "payout_currency = v.payout_currency, closed_at = v.closed_at "
-                "FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::timestamptz[], "
+                "FROM unnest(%s::text[], %s::numeric[], %s::text[], %s::timestamptz[], "
                 "%s::bigint[]) AS v(state, payout, payout_currency, closed_at, uid) "
                 "WHERE b.uid = v.uid AND b.state = 'placed'",
                 tuple(list(column) for column in zip(*chunk, strict=True)),
@@ -192,12 +210,23 @@ class PostgresStore(SqlStore):
             chunk = list(uids[start : start + BULK_ROWS])
             yield from connection.exec_driver_sql(sql, (chunk,)).fetchall()
 
+    def timestamp(self, moment: datetime) -> Any:
+        return moment
+
+    def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
+        return func.sum(expression)
+
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         original = getattr(error, "orig", None)
         state = getattr(original, "sqlstate", None) or ""
         message = str(original or error).strip()
         if state in RETRY_STATES:
             return Retry(f"a concurrent writer got there first: {message}")
+        if state == OUT_OF_RANGE or (state == "23514" and "_exact" in message):
+            # A balance or a sum past 38 digits (the <table>_<column>_exact CHECKs); the
+            # transaction rolls back with nothing written, and the same request would fail the
+            # same way again: 422, not a retryable 503.
+            return CapacityExceeded(f"beyond the 38 digits the store holds: {message}")
         if state == "23514":
             if "accounts_no_overdraft" in message:
                 return InsufficientFunds("a user balance would go below zero")

@@ -1,30 +1,110 @@
 """The one schema, in SQLAlchemy Core, shared by every SQL store.
 
-Migrations (``ledger/migrations``) create exactly these tables plus the dialect's guard triggers;
-a test compares a migrated database with this metadata so the two cannot drift apart.
+Migrations (:mod:`ledger.stores.migrations`) create exactly these tables plus the dialect's guard
+triggers; a test compares a migrated database with this metadata so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
+    BLOB,
     JSON,
     BigInteger,
     CheckConstraint,
     Column,
     DateTime,
+    Dialect,
     ForeignKey,
     Index,
     Integer,
     MetaData,
+    Numeric,
     Sequence,
     String,
     Table,
     Text,
+    TypeDecorator,
+    text,
 )
+from sqlalchemy.types import TypeEngine
 
-__all__ = ["accounts", "bets", "metadata", "postings", "transaction_ids", "transactions"]
+__all__ = [
+    "CAPACITY",
+    "INT64_MAX",
+    "INT64_MIN",
+    "Amount",
+    "accounts",
+    "bets",
+    "from_stored",
+    "metadata",
+    "postings",
+    "to_stored",
+    "transaction_ids",
+    "transactions",
+]
 
 metadata = MetaData()
+
+# --- money columns ------------------------------------------------------------------------------
+#
+# Every amount and balance is an exact integer of the currency's minor unit, of up to 38 digits
+# on every store. Postgres: NUMERIC, with a CHECK (``<table>_<column>_exact``) that admits
+# integers of at most 38 digits only; NUMERIC(38, 0) would silently round a fraction written by
+# hand. SQLite, whose integers are 64-bit: an INTEGER while the value fits and its canonical
+# decimal text beyond (no leading zero, ``-`` for negatives), in a column of BLOB affinity so
+# that SQLite never converts either (INTEGER or NUMERIC affinity would turn wide text into a
+# REAL: an inexact balance); its CHECKs admit nothing else, and SQLite adds these values only in
+# Python or in the exact ``ledger_sum`` aggregate (ledger.stores.sqlite), never with its own
+# ``+`` or ``SUM``, which overflow. The CHECKs are the migration's (0002), per database.
+
+CAPACITY = 10**38 - 1
+"""The largest magnitude of any stored amount or balance; beyond it the store refuses (422)."""
+
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+
+
+def to_stored(value: int) -> int | str:
+    """A value as SQLite stores it: the integer while it fits 64 bits, else its decimal text."""
+    return value if INT64_MIN <= value <= INT64_MAX else str(value)
+
+
+def from_stored(value: Any) -> int:
+    """An amount read back: SQLite's integer or text, Postgres' ``Decimal``, as an integer."""
+    return value if value.__class__ is int else int(value)
+
+
+class _SqliteAmount(BLOB):
+    """SQLite's side of :class:`Amount`: declared BLOB (for the affinity), values passed as is."""
+
+    def bind_processor(self, dialect: Dialect) -> None:
+        return None
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> None:
+        return None
+
+
+class Amount(TypeDecorator[int]):
+    """An exact integer amount of minor units, up to 38 digits, read and written as ``int``."""
+
+    impl = Numeric()
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(_SqliteAmount())
+        return dialect.type_descriptor(Numeric())
+
+    def process_bind_param(self, value: int | None, dialect: Dialect) -> Any:
+        if value is None or dialect.name != "sqlite":
+            return value
+        return to_stored(value)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> int | None:
+        return None if value is None else from_stored(value)
+
 
 # SQLite only auto-assigns ids to a column declared exactly ``INTEGER PRIMARY KEY``.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
@@ -37,9 +117,10 @@ accounts = Table(
     Column("kind", String(16), nullable=False),
     # A running balance kept in the same transaction as the postings, so a debit can be checked
     # against it with one conditional update; `ledger check` proves it equals the postings' sum.
-    Column("balance", BigInteger, nullable=False, server_default="0"),
+    Column("balance", Amount, nullable=False, server_default=text("0")),
     CheckConstraint("kind IN ('available', 'held', 'house')", name="accounts_kind"),
-    # The database's own no-overdraft rule: user money never goes below zero.
+    # The database's own no-overdraft rule: user money never goes below zero. (On SQLite the
+    # migration writes this and bets_amounts sign-aware, for the text form of wide values.)
     CheckConstraint("kind = 'house' OR balance >= 0", name="accounts_no_overdraft"),
 )
 
@@ -51,8 +132,12 @@ transactions = Table(
     "transactions",
     metadata,
     Column("id", BigId, primary_key=True, autoincrement=False),
-    # bet:<uid>:hold, bet:<uid>:close, deposit:<ref>, withdrawal:<ref>. Unique: the database, not
-    # the application, guarantees that nothing is held, refunded, settled or deposited twice.
+    # deposit:<reference> and withdrawal:<reference> (the caller's reference: a re-sent movement
+    # meets its own key); hold:<ref>, refund:<ref>:<n> and settle:<ref>:<n> for the bets of one
+    # callback request (<ref> fresh per request, <n> its 50,000-bet chunk; a huge Place Bet's
+    # chunks are hold:<ref>:<n>). Unique: the database, not the application, guarantees that no
+    # movement is applied twice. A bet's own once-only guard is its row (primary key, and a
+    # state that leaves 'placed' once), since its legs ride in its request's transaction.
     Column("idempotency_key", String(400), nullable=False, unique=True),
     Column("kind", String(16), nullable=False),
     Column("user_uid", String(255), nullable=True),
@@ -74,7 +159,7 @@ postings = Table(
     ),
     Column("account", String(300), nullable=False),
     Column("currency", String(16), nullable=False),
-    Column("amount", BigInteger, nullable=False),
+    Column("amount", Amount, nullable=False),
     # The bet a leg on a user account is for (house legs of a request are summed, untagged).
     Column("bet_uid", BigInteger, nullable=True),
     Index("postings_txn", "txn_id"),
@@ -89,11 +174,11 @@ bets = Table(
     Column("user_uid", String(255), nullable=False),
     Column("pool_uid", BigInteger, nullable=False),
     Column("currency", String(16), nullable=False),
-    Column("amount", BigInteger, nullable=False),
-    Column("rake", BigInteger, nullable=False),
+    Column("amount", Amount, nullable=False),
+    Column("rake", Amount, nullable=False),
     Column("funding", String(16), nullable=False),
     Column("state", String(16), nullable=False),
-    Column("payout", BigInteger, nullable=True),
+    Column("payout", Amount, nullable=True),
     Column("payout_currency", String(16), nullable=True),
     Column("ticket", Text, nullable=True),
     Column("request_uuid", String(255), nullable=True),

@@ -4,6 +4,12 @@ Durability is not traded for speed: WAL with ``synchronous=FULL`` fsyncs every c
 take the database lock up front with ``BEGIN IMMEDIATE`` so that two writers never both read and
 then collide on upgrade (which SQLite would fail with ``SQLITE_BUSY`` instead of waiting), and a
 busy timeout makes a writer wait for the lock rather than fail.
+
+Amounts beyond 64 bits (SQLite's integers) are stored as their exact decimal text (see
+:mod:`.schema`). So that SQLite's own arithmetic, which overflows into inexact REALs, never
+touches money, this module adds balances in Python, which the single writer makes safe: under
+``BEGIN IMMEDIATE`` nobody else writes between the read and the write. Sums over many rows go
+through ``ledger_sum``, an exact aggregate registered on every connection.
 """
 
 from __future__ import annotations
@@ -12,14 +18,17 @@ import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Connection, Table, create_engine, event
+from sqlalchemy import Connection, Engine, Table, create_engine, event, func
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.sql import ColumnElement
 
 from ..errors import (
+    CapacityExceeded,
     InsufficientFunds,
     LedgerError,
     StoreBusy,
@@ -27,9 +36,38 @@ from ..errors import (
     UnbalancedTransaction,
 )
 from .base import Retry
-from .sql import BET_SELECT, SqlStore
+from .queries import BET_SELECT
+from .schema import CAPACITY, INT64_MAX, Amount, from_stored, to_stored
+from .sql import SqlStore
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteDialect", "SqliteStore"]
+
+
+class ExactSum:
+    """``ledger_sum(amount)``: SQL's ``SUM`` over stored amounts, exact at any size.
+
+    SQLite's ``SUM`` raises on 64-bit overflow and reads wide text as a REAL. This one adds
+    Python integers and answers in the stored form (an INTEGER, or text beyond 64 bits), so its
+    result compares equal to a stored balance exactly when the values are equal. Anything but
+    an integer or such text is an error, never a guess.
+    """
+
+    __slots__ = ("total",)
+
+    def __init__(self) -> None:
+        self.total: int | None = None
+
+    def step(self, value: int | str | None) -> None:
+        if value is None:
+            return
+        if value.__class__ is not int:
+            if value.__class__ is not str:
+                raise TypeError(f"ledger_sum: {value!r} is not an exact amount")
+            value = int(value)
+        self.total = (self.total or 0) + value
+
+    def finalize(self) -> int | str | None:
+        return None if self.total is None else to_stored(self.total)
 
 
 class SqliteStore(SqlStore):
@@ -54,14 +92,15 @@ class SqliteStore(SqlStore):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.url = url
         self.busy_timeout = busy_timeout
-        self.engine = create_engine(
+        engine = create_engine(
             url,
             connect_args={"timeout": busy_timeout, "check_same_thread": False},
             pool_size=8,
             max_overflow=16,
         )
-        event.listen(self.engine, "connect", self._on_connect)
-        event.listen(self.engine, "begin", self._on_begin)
+        event.listen(engine, "connect", self._on_connect)
+        event.listen(engine, "begin", self._on_begin)
+        super().__init__(url, engine, SqliteDialect(engine))
         if migrate:
             self.migrate()
 
@@ -73,15 +112,26 @@ class SqliteStore(SqlStore):
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
         cursor.execute("PRAGMA foreign_keys=ON")
+        # The balancing trigger calls ledger_sum; a schema that may call application functions.
+        cursor.execute("PRAGMA trusted_schema=ON")
         cursor.close()
+        # typeshed wants a finalize() of int only; SQLite takes int, str or None.
+        dbapi_connection.create_aggregate("ledger_sum", 1, cast(Any, ExactSum))
 
     @staticmethod
     def _on_begin(connection: Connection) -> None:
         mode = connection.get_execution_options().get("ledger_begin", "IMMEDIATE")
         connection.exec_driver_sql(f"BEGIN {mode}")
 
+
+class SqliteDialect:
+    """The :class:`~ledger.stores.dialect.Dialect` of SQLite (the standard ``sqlite3``)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
     def connect(self, *, write: bool) -> Connection:
-        connection = self.engine.connect()
+        connection = self._engine.connect()
         connection.execution_options(ledger_begin="IMMEDIATE" if write else "DEFERRED")
         connection.begin()
         return connection
@@ -108,6 +158,8 @@ class SqliteStore(SqlStore):
     ) -> None:
         if not rows:
             return
+        money = [n for n, name in enumerate(columns) if isinstance(table.c[name].type, Amount)]
+        rows = _stored_rows(rows, money)
         verb = "INSERT OR IGNORE" if ignore_conflicts else "INSERT"
         marks = ", ".join("?" for _ in columns)
         sql = f"{verb} INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
@@ -116,28 +168,43 @@ class SqliteStore(SqlStore):
     def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
         if not rows:
             return 0
-        result = connection.exec_driver_sql(
-            "UPDATE accounts SET balance = balance + ? "
-            "WHERE name = ? AND currency = ? AND balance + ?1 >= 0",
-            list(rows),
-        )
-        return int(result.rowcount)
+        current = _read_balances(connection, [(name, currency) for _, name, currency in rows])
+        applied = []
+        for delta, name, currency in rows:
+            balance = current.get((name, currency))
+            # A debit never grows a balance's magnitude: only the floor at zero can refuse it.
+            if balance is not None and balance + delta >= 0:
+                applied.append((to_stored(balance + delta), name, currency))
+        if applied:
+            connection.exec_driver_sql(
+                "UPDATE accounts SET balance = ? WHERE name = ? AND currency = ?", applied
+            )
+        return len(applied)
 
     def upsert_balances(
         self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
     ) -> None:
-        if rows:
-            connection.exec_driver_sql(
-                "INSERT INTO accounts (name, currency, kind, balance) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (name, currency) DO UPDATE SET balance = balance + excluded.balance",
-                list(rows),
-            )
+        if not rows:
+            return
+        current = _read_balances(connection, [(name, currency) for name, currency, _, _ in rows])
+        written = []
+        for name, currency, kind, delta in rows:
+            balance = current.get((name, currency), 0) + delta
+            if not -CAPACITY <= balance <= CAPACITY:
+                # Before anything of the unit of work's post() is written.
+                raise CapacityExceeded(_too_large(name, currency))
+            written.append((name, currency, kind, to_stored(balance)))
+        connection.exec_driver_sql(
+            "INSERT INTO accounts (name, currency, kind, balance) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (name, currency) DO UPDATE SET balance = excluded.balance",
+            written,
+        )
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         result = connection.exec_driver_sql(
             "UPDATE bets SET state = ?, payout = ?, payout_currency = ?, closed_at = ? "
             "WHERE uid = ? AND state = 'placed'",
-            list(rows),
+            list(_stored_rows(rows, [1])),
         )
         return int(result.rowcount)
 
@@ -149,6 +216,9 @@ class SqliteStore(SqlStore):
             chunk = json.dumps(list(uids[start : start + 100_000]))
             yield from connection.exec_driver_sql(sql, (chunk,)).fetchall()
 
+    def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
+        return func.ledger_sum(expression, type_=Amount())
+
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         message = str(getattr(error, "orig", error))
         if isinstance(error, IntegrityError):
@@ -156,6 +226,10 @@ class SqliteStore(SqlStore):
                 return Retry(f"a concurrent writer recorded the same key: {message}")
             if "accounts_no_overdraft" in message:
                 return InsufficientFunds("a user balance would go below zero")
+            if "_exact" in message:
+                # A value that is not an exact integer of at most 38 digits reached a money
+                # column: the checks in Python come first, so only a bug or a hand gets here.
+                return CapacityExceeded(f"a value the store cannot hold exactly: {message}")
             if "unbalanced" in message or "sealed" in message:
                 return UnbalancedTransaction(message)
             return LedgerError(f"integrity error: {message}", key="store.integrity")
@@ -164,3 +238,47 @@ class SqliteStore(SqlStore):
                 return StoreBusy(f"the database stayed locked: {message}")
             return StoreUnavailable(f"the database failed: {message}")
         return StoreUnavailable(f"the database failed: {message}")
+
+
+def _too_large(name: str, currency: str) -> str:
+    return f"account {name} {currency} would exceed the {len(str(CAPACITY))} digits a store holds"
+
+
+def _stored_rows(
+    rows: Sequence[tuple[Any, ...]], money: Sequence[int]
+) -> Sequence[tuple[Any, ...]]:
+    """``rows`` with every amount beyond 64 bits in its text form (the driver refuses such ints).
+
+    Almost every batch has none: one pass per money column in C (map, filter, max) to find out,
+    and the rows are copied only if needed. (-2^63 counts as wide here; to_stored keeps it.)
+    """
+    wide = [
+        n
+        for n in money
+        if max(map(abs, filter(None, map(itemgetter(n), rows))), default=0) > INT64_MAX
+    ]
+    if not wide:
+        return rows
+    return [
+        tuple(
+            to_stored(value) if n in wide and value is not None else value
+            for n, value in enumerate(row)
+        )
+        for row in rows
+    ]
+
+
+def _read_balances(
+    connection: Connection, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], int]:
+    """The balances of the ``(name, currency)`` accounts that exist, as Python integers."""
+    sql = (
+        "SELECT name, currency, balance FROM accounts WHERE (name, currency) IN "
+        "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
+    )
+    found: dict[tuple[str, str], int] = {}
+    for start in range(0, len(keys), 100_000):
+        chunk = json.dumps([list(key) for key in keys[start : start + 100_000]])
+        for name, currency, balance in connection.exec_driver_sql(sql, (chunk,)):
+            found[(name, currency)] = from_stored(balance)
+    return found

@@ -39,9 +39,9 @@ def current_revision(connection: Connection) -> str | None:
     return MigrationContext.configure(connection).get_current_revision()
 
 
-def upgrade(connection: Connection) -> None:
-    """Upgrade the database to the newest migration inside the caller's transaction."""
+def upgrade(connection: Connection, revision: str = "head") -> None:
+    """Upgrade the database to ``revision`` (the newest by default) in the caller's transaction."""
     if connection.dialect.name == "postgresql":
         # Replicas starting together must not run the same migration twice.
         connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7355608)")
-    command.upgrade(_config(connection), "head")
+    command.upgrade(_config(connection), revision)

@@ -1,4 +1,4 @@
-"""Alembic environment: always runs on a connection handed in by :mod:`ledger.migrations`."""
+"""Alembic environment: runs on the connection :mod:`ledger.stores.migrations` hands in."""
 
 from __future__ import annotations
 

@@ -1,0 +1,83 @@
+"""What each SQL database supplies to the shared unit of work: the dialect hooks.
+
+:mod:`.sql` (writes), :mod:`.queries` (reads) and :mod:`.audit` (``check``) are the same
+SQLAlchemy Core on every database. Where databases differ (how a transaction begins, where
+transaction ids come from, how bulk rows reach the driver, how driver errors read), they call a
+:class:`Dialect`, implemented once per database by :mod:`.sqlite` and :mod:`.postgres`.
+
+Bulk writes go straight to the driver (``executemany`` on SQLite, ``unnest`` arrays on
+Postgres): a settle of a million participants is millions of rows, and per-row statement
+building in SQLAlchemy would cost more than the database's own work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Connection, Table
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.sql import ColumnElement
+
+from ..errors import LedgerError
+
+__all__ = ["Dialect"]
+
+
+class Dialect(Protocol):
+    """The database-specific half of a SQL store."""
+
+    def connect(self, *, write: bool) -> Connection:
+        """A connection with a database transaction begun (``write`` takes the write lock
+        where the database has one)."""
+        ...
+
+    def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
+        """``count`` new transaction ids, before their rows are written."""
+        ...
+
+    def translate(self, error: SQLAlchemyError) -> LedgerError:
+        """Map a driver error to the ledger's error root."""
+        ...
+
+    def timestamp(self, moment: datetime) -> Any:
+        """A timestamp as the driver should receive it in a bulk write."""
+        ...
+
+    def insert_rows(
+        self,
+        connection: Connection,
+        table: Table,
+        columns: Sequence[str],
+        rows: Sequence[tuple[Any, ...]],
+        *,
+        ignore_conflicts: bool = False,
+    ) -> None:
+        """Insert ``rows`` (tuples in the order of ``columns``) into ``table``."""
+        ...
+
+    def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
+        """Add each negative ``(delta, name, currency)`` unless the balance would go below zero;
+        return how many accounts changed."""
+        ...
+
+    def upsert_balances(
+        self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
+    ) -> None:
+        """Add ``delta`` to each ``(name, currency, kind, delta)`` account, creating it if new."""
+        ...
+
+    def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
+        """Apply ``(state, payout, payout_currency, closed_at, uid)`` to placed bets only;
+        return how many changed."""
+        ...
+
+    def select_bets(self, connection: Connection, uids: Sequence[int]) -> Iterator[Any]:
+        """The bet rows among ``uids``, columns as :data:`ledger.stores.queries.BET_SELECT`."""
+        ...
+
+    def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
+        """``SUM(expression)`` computed exactly however large the total (never overflowing,
+        never through floating point); NULL over no rows, like SQL's ``SUM``."""
+        ...
