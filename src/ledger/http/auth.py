@@ -50,9 +50,38 @@ class Caller:
 
 
 def authenticate(header: str | None, settings: Settings) -> Caller:
-    """Verify ``Bearer <client_name> <JWT>``; raise :class:`Unauthorized` or :class:`Forbidden`."""
+    """Verify ``Bearer <client_name> <JWT>``; raise :class:`Unauthorized` or :class:`Forbidden`.
+
+    The platform re-uses one token for many deliveries, and verifying it (splitting the header,
+    decoding it, the HMAC, the claim checks) was the largest share of a Place Bet's own CPU time
+    on the event loop. A header verified once stays good until its token expires, so a repeat
+    costs one dictionary lookup and an expiry check. The memory holds only what a fresh
+    verification accepted, keyed by the exact header and every setting the verdict depends on.
+    """
     if not header:
         raise Unauthorized("missing Authorization header", key="auth.missing_token")
+    key = (
+        header,
+        settings.jwt_secrets,
+        settings.jwt_algorithms,
+        settings.jwt_leeway,
+        settings.client_name,
+    )
+    remembered = _VERIFIED.get(key)
+    if remembered is not None:
+        expires, caller = remembered
+        if _expired(expires, settings.jwt_leeway):
+            _VERIFIED.pop(key, None)
+            raise Unauthorized("the token has expired", key="auth.token_expired")
+        return caller
+    caller, expires = _authenticate(header, settings)
+    if len(_VERIFIED) >= VERIFIED_TOKENS:
+        _VERIFIED.pop(next(iter(_VERIFIED)), None)  # forget the oldest
+    _VERIFIED[key] = (expires, caller)
+    return caller
+
+
+def _authenticate(header: str, settings: Settings) -> tuple[Caller, int]:
     parts = header.split()
     if len(parts) != 3 or parts[0].lower() != "bearer":
         raise Unauthorized("expected Authorization: Bearer <client_name> <JWT>")
@@ -65,45 +94,26 @@ def authenticate(header: str | None, settings: Settings) -> Caller:
         raise Unauthorized("the token is not a JWT") from None
     if algorithm not in settings.jwt_algorithms:
         raise Unauthorized(f"token algorithm {algorithm!r} is not allowed")
-    claims = _decode(token, settings)
+    claims = _verify(token, settings)
+    expires = _check_claims(claims, settings.jwt_leeway)
     if settings.client_name is not None and not hmac.compare_digest(
         client.encode(), settings.client_name.encode()
     ):
         raise Forbidden(f"client {client!r} is not this wallet's client", key="auth.wrong_client")
     role = claims.get("role")
     subject = next((str(claims[name]) for name in SUBJECT_CLAIMS if _is_id(claims.get(name))), None)
-    return Caller(
+    caller = Caller(
         client=client,
         role=role if isinstance(role, str) else None,
         subject=subject,
         claims=claims,
     )
+    return caller, expires
 
 
-def _decode(token: str, settings: Settings) -> dict[str, Any]:
-    # The platform re-uses a token for many deliveries, and verifying one (header, HMAC, claim
-    # checks) is the largest share of a Place Bet's own CPU time. A token verified once stays
-    # valid until it expires, so only the expiry is checked again for a remembered one. The
-    # memory holds only what a fresh verification accepted, with ``exp`` as a whole number.
-    key = (token, settings.jwt_secrets, settings.jwt_algorithms, settings.jwt_leeway)
-    remembered = _VERIFIED.get(key)
-    if remembered is not None:
-        expires, claims = remembered
-        if _expired(expires, settings.jwt_leeway):
-            _VERIFIED.pop(key, None)
-            raise Unauthorized("the token has expired", key="auth.token_expired")
-        return claims
-    claims = _verify(token, settings)
-    expires = _check_claims(claims, settings.jwt_leeway)
-    if len(_VERIFIED) >= VERIFIED_TOKENS:
-        _VERIFIED.pop(next(iter(_VERIFIED)), None)  # forget the oldest
-    _VERIFIED[key] = (expires, claims)
-    return claims
-
-
-# Tokens verified recently, oldest first: their whole-second expiry and their claims.
+# Headers verified recently, oldest first: their token's whole-second expiry and the caller.
 VERIFIED_TOKENS = 1024
-_VERIFIED: dict[tuple[Any, ...], tuple[int, dict[str, Any]]] = {}
+_VERIFIED: dict[tuple[Any, ...], tuple[int, Caller]] = {}
 
 TIME_CLAIMS = ("exp", "nbf", "iat")
 
