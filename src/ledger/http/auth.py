@@ -12,6 +12,7 @@ platform JWT is never equal to it and it is never a valid JWT, neither opens the
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import math
@@ -250,6 +251,8 @@ def require_address(
         raise Forbidden(f"address {address} is not allowed", key="auth.ip_forbidden")
 
 
+# Callers come from a few addresses (the platform's, its proxies'): parse each text once.
+@functools.lru_cache(maxsize=4096)
 def _parse_ip(text: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     if not text:
         return None
