@@ -32,6 +32,7 @@ from .currencies import CurrencyTable
 from .domain import Bet, ClosedBets, Entry, PlacedBets, PlaceRequest, RefundItem, SettleClaim
 from .errors import InvalidRequest, LedgerError
 from .money import from_minor, parse_decimal, render, to_minor
+from .reconcile import Reconciliation, Source, reconcile
 from .stores import CheckReport, Store, UnitOfWork, open_store
 from .views import Balance, BetView, Movement, PoolReport, StatementLine
 from .writer import (
@@ -370,6 +371,16 @@ class Ledger:
                 }
             )
         return PoolReport(pool_uid=pool_uid, currencies=currencies)
+
+    def reconcile(self, source: Source, *, pools_only: bool = False) -> Reconciliation:
+        """Compare a file of the platform's bets with the books (see :mod:`ledger.reconcile`).
+
+        ``source`` is a path, raw bytes or a binary file (CSV, TSV, JSON array or JSON lines);
+        with ``pools_only`` only the file's pools count as the books. Reads only, in one read
+        unit of work (one snapshot). Use the result as a context manager.
+        """
+        with self.store.unit_of_work(write=False) as uow:
+            return reconcile(source, uow.bet_records, self.currencies, pools_only=pools_only)
 
     def check(self) -> CheckReport:
         """Verify the journal's invariants (DESIGN section 4) over the whole database."""

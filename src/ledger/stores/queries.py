@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -23,8 +23,10 @@ from .schema import accounts, bets, postings, transactions
 
 __all__ = [
     "BET_SELECT",
+    "RECORD_BATCH",
     "account_balances",
     "balances",
+    "bet_records",
     "get_bets",
     "get_transaction",
     "pool_totals",
@@ -220,3 +222,45 @@ def pool_totals(connection: Connection, dialect: Dialect, pool_uid: int) -> list
         )
         for (currency, state), (entries, stakes, rake) in sorted(groups.items())
     ]
+
+
+# Rows per batch of :func:`bet_records`: the driver fetches this many at a time (a server-side
+# cursor on Postgres), so a reconciliation of millions of bets holds one batch in memory.
+RECORD_BATCH = 10_000
+
+
+def bet_records(
+    connection: Connection,
+    pools: Collection[int] | None = None,
+    uids: Collection[int] | None = None,
+) -> Iterator[list[tuple[Any, ...]]]:
+    """Every bet, or the bets of ``pools`` and the bets ``uids`` names, in batches of tuples
+    ``(uid, user_uid, pool_uid, currency, amount, rake, state, payout, payout_currency)``,
+    amounts as integers of the minor unit. A bet both in a pool and named may come twice."""
+    columns = (
+        bets.c.uid,
+        bets.c.user_uid,
+        bets.c.pool_uid,
+        bets.c.currency,
+        bets.c.amount,
+        bets.c.rake,
+        bets.c.state,
+        bets.c.payout,
+        bets.c.payout_currency,
+    )
+    if pools is None and uids is None:
+        selections = [select(*columns)]
+    else:
+        # Chunked IN lists: a file may name a hundred thousand pools, beyond a driver's limit
+        # of bound parameters.
+        selections = [
+            select(*columns).where(bets.c.pool_uid.in_(list(chunk)))
+            for chunk in _chunks(sorted(pools or ()), 1000)
+        ] + [
+            select(*columns).where(bets.c.uid.in_(list(chunk)))
+            for chunk in _chunks(sorted(uids or ()), 1000)
+        ]
+    for selection in selections:
+        result = connection.execute(selection, execution_options={"yield_per": RECORD_BATCH})
+        for partition in result.partitions():
+            yield [tuple(row) for row in partition]
