@@ -1,7 +1,8 @@
 """Reconciliation: the platform's record of its bets compared with the books, set-based.
 
 The platform's file (CSV, TSV, a JSON array or JSON lines, told apart by their first bytes) is
-read with sqlite-utils into a scratch SQLite database on disk, whichever store the ledger uses;
+read with sqlite-utils (``rows_from_file``) into a scratch SQLite database on disk (a
+sqlite-utils ``Database``), whichever store the ledger uses;
 the ledger's bets are streamed next to it from one read-only unit of work; one join then
 classifies every bet. Both sides stay on disk, so a file of millions of bets needs memory for one
 batch at a time (a JSON *array* is the exception: it is one document and is parsed whole, so
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import sqlite3
 import tempfile
@@ -39,7 +41,7 @@ from sqlite_utils import Database
 from sqlite_utils.utils import Format, RowError, rows_from_file
 
 from .currencies import CurrencyTable
-from .errors import InvalidAmount, InvalidRequest, LedgerError
+from .errors import InvalidRequest, LedgerError
 from .money import parse_decimal, render, to_minor
 from .paging import csv_lines
 
@@ -109,13 +111,13 @@ CSV_COLUMNS: Final = (
     *(f"wallet_{name}" for name in _FIELDS),
 )
 
-# Platform rows per insert: sqlite-utils builds one statement per batch, bounded by SQLite's
-# limit of bound parameters (32,766; 15 columns a row).
-_INSERT_BATCH: Final = 2000
+# Platform rows converted and inserted at a time: memory holds one batch.
+_INSERT_BATCH: Final = 10_000
 
+# The platform's rows in the scratch database: amounts as minor units (canonical integer text,
+# or ``~<decimal>`` for one that cannot be whole minor units), states in the ledger's words.
 _PLATFORM_COLUMNS: Final = {
     "uid": int,
-    "row": int,
     "user": str,
     "pool": int,
     "currency": str,
@@ -124,11 +126,6 @@ _PLATFORM_COLUMNS: Final = {
     "state": str,
     "payout": str,
     "payout_currency": str,
-    # What the file said, for the report.
-    "status_given": str,
-    "amount_given": str,
-    "rake_given": str,
-    "payout_given": str,
 }
 
 _SCRATCH_SCHEMA: Final = """
@@ -182,8 +179,7 @@ SELECT count(*) FROM wallet w WHERE NOT EXISTS (SELECT 1 FROM platform p WHERE p
 
 _DIFFERENCES_QUERY: Final = """
 SELECT uid, w_uid IS NULL, 0, state_mismatch, amount_mismatch, payout_mismatch, owner_mismatch,
-       user, pool, status_given, amount_given, rake_given, currency, payout_given,
-       payout_currency,
+       user, pool, state, amount, rake, currency, payout, payout_currency,
        w_user, w_pool, w_state, w_amount, w_rake, w_currency, w_payout, w_payout_currency
 FROM compared
 WHERE w_uid IS NULL OR state_mismatch OR amount_mismatch OR payout_mismatch OR owner_mismatch
@@ -259,8 +255,8 @@ class Reconciliation:
             yield {
                 "uid": uid,
                 "differences": names,
-                "platform": None if names[0] == "missing_on_platform" else _given(platform),
-                "wallet": None if names[0] == "missing_in_wallet" else self._recorded(wallet),
+                "platform": None if names[0] == "missing_on_platform" else self._side(platform),
+                "wallet": None if names[0] == "missing_in_wallet" else self._side(wallet),
             }
 
     def to_dict(self, limit: int | None = None) -> dict[str, Any]:
@@ -300,8 +296,9 @@ class Reconciliation:
                 break
             yield f"  bet {row['uid']}: {', '.join(row['differences'])}: {_describe(row)}"
 
-    def _recorded(self, wallet: tuple[Any, ...]) -> dict[str, Any]:
-        user, pool, state, amount, rake, currency, payout, payout_currency = wallet
+    def _side(self, values: tuple[Any, ...]) -> dict[str, Any]:
+        """One side of a differing bet, amounts as decimal strings of their currency."""
+        user, pool, state, amount, rake, currency, payout, payout_currency = values
         return {
             "user": user,
             "pool": pool,
@@ -315,17 +312,15 @@ class Reconciliation:
             "payout_currency": payout_currency,
         }
 
-    def _amount(self, minor: str | None, currency: str) -> str | None:
-        if minor is None:
-            return None
+    def _amount(self, minor: str | None, currency: str | None) -> str | None:
+        if minor is None or currency is None:
+            return minor
+        if minor.startswith("~"):
+            return minor[1:]  # the platform's amount that is no whole number of minor units
         try:
             return render(int(minor), self.currencies.scale(currency))
         except LedgerError:  # a currency configured away since: the minor units still say it
             return f"{minor} minor units"
-
-
-def _given(platform: tuple[Any, ...]) -> dict[str, Any]:
-    return dict(zip(_FIELDS, platform, strict=True))
 
 
 def _flat(row: dict[str, Any]) -> dict[str, Any]:
@@ -404,7 +399,7 @@ def _pick(row: Mapping[str, Any], *names: str) -> Any:
     """The first of ``names`` the row gives a value for (an empty CSV cell gives none)."""
     for name in names:
         value = row.get(name)
-        if isinstance(value, str):
+        if value.__class__ is str:
             value = value.strip()
         if value is not None and value != "":
             return value
@@ -412,8 +407,8 @@ def _pick(row: Mapping[str, Any], *names: str) -> Any:
 
 
 def _text(value: Any, name: str, number: int) -> str | None:
-    if value is None:
-        return None
+    if value is None or value.__class__ is str:
+        return value
     if isinstance(value, bool) or not isinstance(value, str | int | Decimal):
         raise UnreadableFile(f"row {number}: {name}: expected a text, got {value!r}"[:300])
     return str(value)
@@ -422,7 +417,7 @@ def _text(value: Any, name: str, number: int) -> str | None:
 def _integer(value: Any, name: str, number: int) -> int | None:
     if value is None:
         return None
-    if isinstance(value, str) and value.isascii() and value.lstrip("-").isdigit():
+    if value.__class__ is str and value.isascii() and value.lstrip("-").isdigit():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**63:
         raise UnreadableFile(
@@ -432,60 +427,66 @@ def _integer(value: Any, name: str, number: int) -> int | None:
 
 
 class _Converter:
-    """One row of the platform's file as a row of the scratch database."""
+    """One row of the platform's file as a row of the scratch database (hot: once a row)."""
 
     def __init__(self, currencies: CurrencyTable) -> None:
         self.currencies = currencies
+        # Amounts repeat (every entry of a tournament costs the same): convert each once.
+        self._minors: dict[tuple[Any, str], str] = {}
 
-    def row(self, row: Any, number: int) -> dict[str, Any]:
+    def row(self, row: Any, number: int) -> tuple[Any, ...]:
         if not isinstance(row, Mapping):
             raise UnreadableFile(f"row {number}: expected an object with the bet's fields")
         uid = _integer(_pick(row, "uid"), "uid", number)
         if uid is None:
             raise UnreadableFile(f"row {number}: no bet uid (column 'uid')")
         status = _text(_pick(row, "status"), "status", number)
-        state = None if status is None else STATUSES.get(status.lower())
-        if status is not None and state is None:
-            raise UnreadableFile(
-                f"row {number}: status {status[:40]!r} is not one of {', '.join(STATUSES)}"
-            )
+        state = None
+        if status is not None:
+            state = STATUSES.get(status) or STATUSES.get(status.lower())
+            if state is None:
+                raise UnreadableFile(
+                    f"row {number}: status {status[:40]!r} is not one of {', '.join(STATUSES)}"
+                )
         currency = _text(_pick(row, "currency"), "currency", number)
         payout_currency = _text(_pick(row, "payout_currency"), "payout_currency", number)
-        amount, rake, payout = (_pick(row, name) for name in ("amount", "rake", "payout"))
-        return {
-            "uid": uid,
-            "row": number,
-            "user": _text(_pick(row, "user", "user_uid"), "user", number),
-            "pool": _integer(_pick(row, "pool", "pool_uid"), "pool", number),
-            "currency": currency,
-            "amount": self._minor(amount, currency, "amount", number),
-            "rake": self._minor(rake, currency, "rake", number),
-            "state": state,
-            "payout": self._minor(payout, payout_currency or currency, "payout", number),
-            "payout_currency": payout_currency,
-            "status_given": status,
-            "amount_given": _text(amount, "amount", number),
-            "rake_given": _text(rake, "rake", number),
-            "payout_given": _text(payout, "payout", number),
-        }
+        return (
+            uid,
+            _text(_pick(row, "user", "user_uid"), "user", number),
+            _integer(_pick(row, "pool", "pool_uid"), "pool", number),
+            currency,
+            self._minor(_pick(row, "amount"), currency, "amount", number),
+            self._minor(_pick(row, "rake"), currency, "rake", number),
+            state,
+            self._minor(_pick(row, "payout"), payout_currency or currency, "payout", number),
+            payout_currency,
+        )
 
     def _minor(self, value: Any, currency: str | None, name: str, number: int) -> str | None:
-        """The amount in minor units as canonical integer text, or ``~<text>`` when it cannot
-        be a whole number of minor units (it then equals nothing the ledger holds)."""
+        """The amount in minor units as canonical integer text, or ``~<decimal>`` when it
+        cannot be a whole number of minor units (it then equals nothing the ledger holds)."""
         if value is None:
             return None
         if currency is None:
             raise UnreadableFile(f"row {number}: {name} without a currency (column 'currency')")
+        if isinstance(value, bool) or not isinstance(value, str | int | Decimal):
+            raise UnreadableFile(f"row {number}: {name}: expected a decimal, got {value!r}"[:300])
+        key = (value, currency)
+        found = self._minors.get(key)
+        if found is not None:
+            return found
         try:
             amount = parse_decimal(value, field=name)
         except LedgerError as error:
             raise UnreadableFile(f"row {number}: {error.message}"[:300]) from None
         try:
-            return str(to_minor(amount, self.currencies.scale(currency), field=name))
-        except InvalidAmount:
-            return f"~{amount}"
-        except LedgerError:  # a currency without a known scale: the ledger cannot hold it
-            return f"~{amount}"
+            found = str(to_minor(amount, self.currencies.scale(currency), field=name))
+        except LedgerError:  # finer than the minor unit, or a currency without a known scale
+            found = f"~{amount}"
+        if len(self._minors) > 100_000:
+            self._minors.clear()
+        self._minors[key] = found
+        return found
 
 
 # --- the comparison -------------------------------------------------------------------------------
@@ -589,7 +590,12 @@ def _load(database: Database, source: Source, currencies: CurrencyTable) -> str:
     try:
         rows, file_format = _rows(opened)
         converted = (converter.row(row, number) for number, row in enumerate(rows, start=1))
-        database.table("platform").insert_all(converted, batch_size=_INSERT_BATCH)
+        # Batches through executemany rather than sqlite-utils' insert_all: measured on a
+        # million rows, insert_all's per-value JSON check and statement building took a third
+        # of the whole reconciliation's CPU time (benchmarks/reconcile.py).
+        insert = "INSERT INTO platform VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        while batch := list(itertools.islice(converted, _INSERT_BATCH)):
+            database.conn.executemany(insert, batch)
     except RowError as error:
         raise UnreadableFile(f"a row has more fields than the header: {error}"[:300]) from None
     except (csv.Error, UnicodeDecodeError) as error:

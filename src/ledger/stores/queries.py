@@ -14,12 +14,12 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import Connection, func, select, tuple_
+from sqlalchemy import Connection, column, func, select, table, tuple_
 
 from ..domain import Bet, BetState, Funding, Posting, Transaction, TxnKind
 from .base import AccountBalance, PoolTotals, StatementRow
 from .dialect import Dialect
-from .schema import accounts, bets, postings, transactions
+from .schema import accounts, bets, from_stored, postings, transactions
 
 __all__ = [
     "BET_SELECT",
@@ -229,6 +229,27 @@ def pool_totals(connection: Connection, dialect: Dialect, pool_uid: int) -> list
 RECORD_BATCH = 10_000
 
 
+# The bets' columns without their SQLAlchemy types: a reconciliation reads millions of rows,
+# and converting each amount through the Amount type costs more than reading it.
+_RAW_BETS = table(
+    "bets",
+    *(
+        column(name)
+        for name in (
+            "uid",
+            "user_uid",
+            "pool_uid",
+            "currency",
+            "amount",
+            "rake",
+            "state",
+            "payout",
+            "payout_currency",
+        )
+    ),
+)
+
+
 def bet_records(
     connection: Connection,
     pools: Collection[int] | None = None,
@@ -237,30 +258,35 @@ def bet_records(
     """Every bet, or the bets of ``pools`` and the bets ``uids`` names, in batches of tuples
     ``(uid, user_uid, pool_uid, currency, amount, rake, state, payout, payout_currency)``,
     amounts as integers of the minor unit. A bet both in a pool and named may come twice."""
-    columns = (
-        bets.c.uid,
-        bets.c.user_uid,
-        bets.c.pool_uid,
-        bets.c.currency,
-        bets.c.amount,
-        bets.c.rake,
-        bets.c.state,
-        bets.c.payout,
-        bets.c.payout_currency,
-    )
+    raw = _RAW_BETS.c
     if pools is None and uids is None:
-        selections = [select(*columns)]
+        selections = [select(*raw)]
     else:
         # Chunked IN lists: a file may name a hundred thousand pools, beyond a driver's limit
         # of bound parameters.
         selections = [
-            select(*columns).where(bets.c.pool_uid.in_(list(chunk)))
+            select(*raw).where(raw.pool_uid.in_(list(chunk)))
             for chunk in _chunks(sorted(pools or ()), 1000)
         ] + [
-            select(*columns).where(bets.c.uid.in_(list(chunk)))
+            select(*raw).where(raw.uid.in_(list(chunk)))
             for chunk in _chunks(sorted(uids or ()), 1000)
         ]
     for selection in selections:
         result = connection.execute(selection, execution_options={"yield_per": RECORD_BATCH})
         for partition in result.partitions():
-            yield [tuple(row) for row in partition]
+            yield [
+                (
+                    uid,
+                    user,
+                    pool,
+                    currency,
+                    from_stored(amount),
+                    from_stored(rake),
+                    state,
+                    None if payout is None else from_stored(payout),
+                    payout_currency,
+                )
+                for uid, user, pool, currency, amount, rake, state, payout, payout_currency in (
+                    partition
+                )
+            ]
