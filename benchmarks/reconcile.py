@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import platform
 import tempfile
 import time
@@ -134,17 +135,20 @@ def main() -> None:
         path = Path(directory) / "platform.csv"
         write_file(path, args.bets)
         with ledger.open_ledger(url, group_commit=False) as book:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             with book.reconcile(path) as found:
                 listed = sum(1 for _ in found.differences())
                 summary = found.summary()
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     results = {
         "machine": {"python": platform.python_version(), "system": platform.platform()},
         "store": url.split(":", 1)[0],
         "bets": args.bets,
         "build_s": round(built, 1),
         "reconcile_s": round(elapsed, 2),
+        # CPU seconds of this process: the wall time also counts waiting for a shared machine.
+        "reconcile_cpu_s": round(cpu, 2),
+        "load_average": os.getloadavg()[0],
         "rows_per_s": round((summary["platform_rows"] + summary["wallet_bets"]) / elapsed),
         "differences_listed": listed,
         "counts": summary["counts"],
