@@ -5,9 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 import ledger
@@ -115,3 +118,26 @@ def test_reconcile_exits_2_for_a_file_it_cannot_read(tmp_path: Path) -> None:
     assert no_books.exit_code == 2
     assert no_books.stderr.startswith("error: store.not_found: ")
     assert not (tmp_path / "typo.db").exists()
+
+
+@pytest.mark.slow
+def test_the_benchmark_finds_exactly_the_differences_it_injects(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "reconcile.py"
+    out = tmp_path / "reconcile.json"
+
+    done = subprocess.run(
+        [sys.executable, str(script), "--bets", "5000", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+    assert done.returncode == 0, done.stderr
+    counts = json.loads(out.read_text())["counts"]
+    assert {name: count for name, count in counts.items() if count} == {
+        "matched": 4970,
+        "missing_in_wallet": 10,
+        "missing_on_platform": 10,
+        "state_mismatch": 10,
+        "amount_mismatch": 10,
+    }

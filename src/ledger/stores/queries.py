@@ -231,23 +231,8 @@ RECORD_BATCH = 10_000
 
 # The bets' columns without their SQLAlchemy types: a reconciliation reads millions of rows,
 # and converting each amount through the Amount type costs more than reading it.
-_RAW_BETS = table(
-    "bets",
-    *(
-        column(name)
-        for name in (
-            "uid",
-            "user_uid",
-            "pool_uid",
-            "currency",
-            "amount",
-            "rake",
-            "state",
-            "payout",
-            "payout_currency",
-        )
-    ),
-)
+_RECORDED = "uid user_uid pool_uid currency amount rake state payout payout_currency"
+_RAW_BETS = table("bets", *map(column, _RECORDED.split()))
 
 
 def bet_records(
