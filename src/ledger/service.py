@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from threading import Lock
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from . import domain
 from ._process import new_reference
@@ -32,7 +32,6 @@ from .currencies import CurrencyTable
 from .domain import Bet, ClosedBets, Entry, PlacedBets, PlaceRequest, RefundItem, SettleClaim
 from .errors import InvalidRequest, LedgerError
 from .money import from_minor, parse_decimal, render, to_minor
-from .reconcile import Reconciliation, Source, reconcile
 from .stores import CheckReport, Store, UnitOfWork, open_store
 from .views import Balance, BetView, Movement, PoolReport, StatementLine
 from .writer import (
@@ -45,6 +44,9 @@ from .writer import (
     SettleBets,
     Writer,
 )
+
+if TYPE_CHECKING:
+    from .reconcile import Reconciliation, Source
 
 __all__ = ["ClosedBets", "Ledger", "PlacedBets", "open_ledger"]
 
@@ -379,6 +381,10 @@ class Ledger:
         with ``pools_only`` only the file's pools count as the books. Reads only, in one read
         unit of work (one snapshot). Use the result as a context manager.
         """
+        # Imported here: sqlite-utils takes most of a second to import, which a process that
+        # never reconciles (every callback server) should not pay at start.
+        from .reconcile import reconcile
+
         with self.store.unit_of_work(write=False) as uow:
             return reconcile(source, uow.bet_records, self.currencies, pools_only=pools_only)
 

@@ -141,3 +141,15 @@ def test_the_benchmark_finds_exactly_the_differences_it_injects(tmp_path: Path) 
         "state_mismatch": 10,
         "amount_mismatch": 10,
     }
+
+
+def test_importing_ledger_does_not_import_sqlite_utils_until_a_reconciliation() -> None:
+    code = (
+        "import sys, ledger\n"
+        "print('sqlite_utils' in sys.modules)\n"
+        "ledger.Ledger.reconcile  # the method exists without the import\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "False"
