@@ -8,10 +8,12 @@ classifies every bet. Both sides stay on disk, so a file of millions of bets nee
 batch at a time (a JSON *array* is the exception: it is one document and is parsed whole, so
 large exports should be CSV or JSON lines).
 
-Streaming the ledger's bets into the scratch database is the one way on both stores, and the
-fastest we measured on SQLite too: attaching the ledger's file would save the copy (a few
-seconds a million bets) but compare amounts of two representations (the ledger's wide values
-are text) and read a live database outside its store; ``benchmarks/reconcile.py`` measures it.
+Streaming the ledger's bets into the scratch database is one way for both stores, bounded in
+memory (batches of :data:`ledger.stores.queries.RECORD_BATCH`; a server-side cursor on Postgres).
+On SQLite, attaching the ledger's file instead would save the copy, about a sixth of the CPU
+time profiled on 100,000 bets, but would compare amounts of two representations (the ledger
+keeps wide values as text) and read a live database behind its store's back; not worth it
+within the budget (``benchmarks/reconcile.py``: a million bets).
 
 Amounts are exact: the file's amounts are decimal strings (or JSON numbers, read as
 ``Decimal``), converted to the currency's minor units and compared as canonical integer text.
