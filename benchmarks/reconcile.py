@@ -153,8 +153,11 @@ def main() -> None:
         "differences_listed": listed,
         "counts": summary["counts"],
     }
-    print(f"{'store':<10}{'bets':>12}{'build s':>10}{'reconcile s':>14}{'differences':>14}")
-    print(f"{results['store']:<10}{args.bets:>12,}{built:>10.1f}{elapsed:>14.2f}{listed:>14,}")
+    print(f"{'store':<10}{'bets':>12}{'build s':>10}{'reconcile s':>13}{'cpu s':>8}{'diffs':>7}")
+    print(
+        f"{results['store']:<10}{args.bets:>12,}{built:>10.1f}{elapsed:>13.2f}{cpu:>8.2f}"
+        f"{listed:>7,}"
+    )
     print(json.dumps(summary["counts"]))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
