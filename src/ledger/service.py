@@ -14,7 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from threading import Lock
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from . import domain
 from ._process import new_reference
@@ -44,6 +44,9 @@ from .writer import (
     SettleBets,
     Writer,
 )
+
+if TYPE_CHECKING:
+    from .reconcile import Reconciliation, Source
 
 __all__ = ["ClosedBets", "Ledger", "PlacedBets", "open_ledger"]
 
@@ -370,6 +373,20 @@ class Ledger:
                 }
             )
         return PoolReport(pool_uid=pool_uid, currencies=currencies)
+
+    def reconcile(self, source: Source, *, pools_only: bool = False) -> Reconciliation:
+        """Compare a file of the platform's bets with the books (see :mod:`ledger.reconcile`).
+
+        ``source`` is a path, raw bytes or a binary file (CSV, TSV, JSON array or JSON lines);
+        with ``pools_only`` only the file's pools count as the books. Reads only, in one read
+        unit of work (one snapshot). Use the result as a context manager.
+        """
+        # Imported here: sqlite-utils takes most of a second to import, which a process that
+        # never reconciles (every callback server) should not pay at start.
+        from .reconcile import reconcile
+
+        with self.store.unit_of_work(write=False) as uow:
+            return reconcile(source, uow.bet_records, self.currencies, pools_only=pools_only)
 
     def check(self) -> CheckReport:
         """Verify the journal's invariants (DESIGN section 4) over the whole database."""

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -18,7 +19,7 @@ from ..contract import EVENTS
 from .admin_client import Operator
 from .platform import Paths, Platform
 from .scenarios import CheckResult, Validator
-from .simulator import SimulationConfig, Simulator
+from .simulator import SimulationConfig, Simulator, write_platform_record
 from .ticket_api import ServerThread, TicketStore, create_ticket_app
 from .tickets import TICKET_TYPES, TicketClient, TicketError
 from .token import DEFAULT_ALGORITHMS, check_token
@@ -182,6 +183,13 @@ def validate_token(
 @click.option("--refund-tournament-path", default=None, help="A separate Refund Tournament path.")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--platform-record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the platform's record of its bets here for `ledger reconcile` "
+    "(.csv, .tsv, .json or .jsonl).",
+)
 def simulate(
     url: str,
     client_name: str,
@@ -196,6 +204,7 @@ def simulate(
     refund_tournament_path: str | None,
     no_progress: bool,
     as_json: bool,
+    platform_record: Path | None,
 ) -> None:
     """Play a seeded platform day against the wallet at URL and reconcile its books.
 
@@ -223,9 +232,10 @@ def simulate(
     ):
         if not as_json:
             click.echo(f"ticket API of the simulated platform at {server.url}/tournament_tickets")
-        report = Simulator(
-            platform, operator, config, tickets=ticket_client, ticket_store=store
-        ).run()
+        simulator = Simulator(platform, operator, config, tickets=ticket_client, ticket_store=store)
+        report = simulator.run()
+    if platform_record is not None:
+        write_platform_record(simulator.platform_record(), platform_record)
     click.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.render())
     sys.exit(0 if report.ok else 1)
 

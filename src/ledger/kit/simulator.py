@@ -17,7 +17,9 @@ same platform day against a correct wallet.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import json
 import random
 import time
 import uuid
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 from functools import partial
+from pathlib import Path
 from typing import Any, Final
 
 from tqdm import tqdm
@@ -40,7 +43,7 @@ from .platform import CallbackEvent, Delivery, Platform
 from .ticket_api import TicketStore
 from .tickets import TicketClient, TicketError
 
-__all__ = ["SimulationConfig", "SimulationReport", "Simulator"]
+__all__ = ["SimulationConfig", "SimulationReport", "Simulator", "write_platform_record"]
 
 D = Decimal
 ZERO: Final = D(0)
@@ -660,6 +663,32 @@ class Simulator:
         if not ok:
             self.report.mismatches.append(f"journal check failed: {report}")
 
+    def platform_record(self) -> list[dict[str, Any]]:
+        """The platform's record of its bets, in the columns ``ledger reconcile`` reads: every
+        entry the wallet accepted, in its state as the platform knows it (refused entries are
+        not bets). Amounts are decimal strings in the bet's currency."""
+        record = []
+        for uid, sim in sorted(self.bets.items()):
+            if sim.state not in ("placed", "refunded", "settled"):
+                continue
+            entry = sim.entry
+            settled = sim.state == "settled"
+            record.append(
+                {
+                    "uid": uid,
+                    "user": entry.player.uid,
+                    "pool": entry.tournament.uid,
+                    "amount": str(entry.amount),
+                    "rake": str(entry.rake),
+                    "currency": entry.currency,
+                    "status": sim.state,
+                    "payout": str(sim.payout) if settled else "",
+                    "payout_currency": entry.currency if settled else "",
+                    "funding": sim.funding,
+                }
+            )
+        return record
+
     def _expected_effect(self, sim: SimBet) -> Books:
         """What one bet should have done to its user's balances, net, by now."""
         total = sim.entry.total
@@ -717,3 +746,34 @@ class Simulator:
             self.report.mismatches.append(
                 f"bet {uid}: wallet paid {recorded.get('payout')}, expected {sim.payout}"
             )
+
+
+RECORD_COLUMNS: Final = (
+    "uid",
+    "user",
+    "pool",
+    "amount",
+    "rake",
+    "currency",
+    "status",
+    "payout",
+    "payout_currency",
+    "funding",
+)
+
+
+def write_platform_record(rows: Iterable[dict[str, Any]], path: Path) -> None:
+    """Write the platform's record: JSON lines for ``.jsonl``/``.ndjson``, a JSON array for
+    ``.json``, TSV for ``.tsv``, else CSV (``funding`` is an extra column the reader ignores)."""
+    suffix = path.suffix.lower()
+    with path.open("w", newline="") as out:
+        if suffix in (".jsonl", ".ndjson"):
+            out.writelines(json.dumps(row) + "\n" for row in rows)
+        elif suffix == ".json":
+            json.dump(list(rows), out, indent=1)
+        else:
+            writer = csv.DictWriter(
+                out, RECORD_COLUMNS, delimiter="\t" if suffix == ".tsv" else ","
+            )
+            writer.writeheader()
+            writer.writerows(rows)

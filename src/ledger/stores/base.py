@@ -14,12 +14,12 @@ automatic). Stores translate their driver's exceptions into :mod:`ledger.errors`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
-from typing import Protocol, Self
+from typing import Any, Protocol, Self
 
 from ..domain import Bet, Transaction
 from ..errors import StoreBusy
@@ -147,6 +147,13 @@ class UnitOfWork(Protocol):
         self, user: str, currency: str | None, limit: int, before: int | None
     ) -> list[StatementRow]:
         """The postings on the user's accounts, newest first, older than posting id ``before``."""
+
+    def bet_records(
+        self, pools: Collection[int] | None = None, uids: Collection[int] | None = None
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """Every bet, or those of ``pools`` and those ``uids`` names, streamed in batches of
+        ``(uid, user_uid, pool_uid, currency, amount, rake, state, payout, payout_currency)``
+        (amounts in minor units); for reconciliation, which never holds all of them at once."""
 
     def pool_totals(self, pool_uid: int) -> list[PoolTotals]:
         """The tournament's entries grouped by currency and state."""

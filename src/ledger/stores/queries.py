@@ -10,21 +10,23 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import Connection, func, select, tuple_
+from sqlalchemy import Connection, column, func, select, table, tuple_
 
 from ..domain import Bet, BetState, Funding, Posting, Transaction, TxnKind
 from .base import AccountBalance, PoolTotals, StatementRow
 from .dialect import Dialect
-from .schema import accounts, bets, postings, transactions
+from .schema import accounts, bets, from_stored, postings, transactions
 
 __all__ = [
     "BET_SELECT",
+    "RECORD_BATCH",
     "account_balances",
     "balances",
+    "bet_records",
     "get_bets",
     "get_transaction",
     "pool_totals",
@@ -220,3 +222,56 @@ def pool_totals(connection: Connection, dialect: Dialect, pool_uid: int) -> list
         )
         for (currency, state), (entries, stakes, rake) in sorted(groups.items())
     ]
+
+
+# Rows per batch of :func:`bet_records`: the driver fetches this many at a time (a server-side
+# cursor on Postgres), so a reconciliation of millions of bets holds one batch in memory.
+RECORD_BATCH = 10_000
+
+
+# The bets' columns without their SQLAlchemy types: a reconciliation reads millions of rows,
+# and converting each amount through the Amount type costs more than reading it.
+_RECORDED = "uid user_uid pool_uid currency amount rake state payout payout_currency"
+_RAW_BETS = table("bets", *map(column, _RECORDED.split()))
+
+
+def bet_records(
+    connection: Connection,
+    pools: Collection[int] | None = None,
+    uids: Collection[int] | None = None,
+) -> Iterator[list[tuple[Any, ...]]]:
+    """Every bet, or the bets of ``pools`` and the bets ``uids`` names, in batches of tuples
+    ``(uid, user_uid, pool_uid, currency, amount, rake, state, payout, payout_currency)``,
+    amounts as integers of the minor unit. A bet both in a pool and named may come twice."""
+    raw = _RAW_BETS.c
+    if pools is None and uids is None:
+        selections = [select(*raw)]
+    else:
+        # Chunked IN lists: a file may name a hundred thousand pools, beyond a driver's limit
+        # of bound parameters.
+        selections = [
+            select(*raw).where(raw.pool_uid.in_(list(chunk)))
+            for chunk in _chunks(sorted(pools or ()), 1000)
+        ] + [
+            select(*raw).where(raw.uid.in_(list(chunk)))
+            for chunk in _chunks(sorted(uids or ()), 1000)
+        ]
+    for selection in selections:
+        result = connection.execute(selection, execution_options={"yield_per": RECORD_BATCH})
+        for partition in result.partitions():
+            yield [
+                (
+                    uid,
+                    user,
+                    pool,
+                    currency,
+                    from_stored(amount),
+                    from_stored(rake),
+                    state,
+                    None if payout is None else from_stored(payout),
+                    payout_currency,
+                )
+                for uid, user, pool, currency, amount, rake, state, payout, payout_currency in (
+                    partition
+                )
+            ]

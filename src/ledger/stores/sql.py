@@ -10,10 +10,10 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from sqlalchemy import Connection, Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -285,6 +285,12 @@ class SqlUnitOfWork:
     ) -> list[StatementRow]:
         with self._store.translate_errors():
             return queries.statement(self._conn, user, currency, limit, before)
+
+    def bet_records(
+        self, pools: Collection[int] | None = None, uids: Collection[int] | None = None
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        with self._store.translate_errors():
+            yield from queries.bet_records(self._conn, pools, uids)
 
     def pool_totals(self, pool_uid: int) -> list[PoolTotals]:
         with self._store.translate_errors():
