@@ -1,7 +1,7 @@
 """Auth attacks against a real ``ledger serve``: 401 or 403, a JSON error, and no ledger change.
 
-The server remembers verified tokens until they expire (``ledger.http.auth._VERIFIED``, by exact header); the
-attacks below also go after that memory: a tampered copy of a remembered token is another string
+The server remembers verified headers until their tokens expire (``ledger.http.auth._VERIFIED``);
+the attacks below also go after that memory: a tampered copy of a remembered token is another string
 and is verified afresh, and a remembered token that expires is refused.
 """
 
