@@ -294,6 +294,11 @@ def check_answer(where: str, response: Any, failures: list[str]) -> None:
             failures.append(f"{where}: {response.status_code} without a JSON error")
 
 
+# POSTs that only read: a 200 to a request breaking the schema (Schemathesis adds unknown query
+# parameters, which every route ignores) applies nothing.
+READ_ONLY_POSTS = frozenset({"/admin/reconciliations"})
+
+
 def fuzz(
     url: str,
     operation: Any,
@@ -331,6 +336,8 @@ def fuzz(
         check_answer(where, response, failures)
         statuses.setdefault(f"{case.method} {operation.path}", set()).add(response.status_code)
         if case.method == "POST" and response.status_code == 200:
+            if operation.path in READ_ONLY_POSTS:
+                return  # answers a report and writes nothing: the snapshots prove it
             if mode.value == "negative":
                 failures.append(f"{where}: a request breaking the schema was applied")
                 return
