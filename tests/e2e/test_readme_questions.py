@@ -2,63 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-from support.httpkit import free_port
-
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def block_after(marker: str) -> str:
-    """The first ```sh block after ``marker`` in the README."""
-    text = README.read_text()
-    after = text[text.index(marker) :]
-    start = after.index("```sh\n") + len("```sh\n")
-    return after[start : after.index("\n```", start)]
-
-
-def run_block(block: str, directory: Path) -> tuple[int, str, str]:
-    """Run a README block in ``directory`` (its ./ledger.db) with a free port, to its end."""
-    port = free_port()
-    bin_dir = Path(sys.executable).parent  # the .venv/bin/ the README means
-    script = block.replace("8000", str(port)).replace(".venv/bin/", f"{bin_dir}/")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("LEDGER_")}
-    (directory / ".curlrc").write_text('write-out = "\\nHTTP %{http_code}\\n"\n')
-    process = subprocess.Popen(
-        ["bash", "-c", script],
-        cwd=directory,
-        env={**env, "HOME": str(directory), "CURL_HOME": str(directory)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=120)
-        deadline = time.monotonic() + 30  # `kill %1` asks the server to stop: let it
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(process.pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-    return process.returncode, stdout, stderr
+from support.readme import marked_block, run_block
 
 
 def test_where_is_this_request_id_block_works_as_written(tmp_path: Path) -> None:
-    block = block_after("where is this request id -->")
+    block = marked_block("where is this request id -->")
     code, stdout, stderr = run_block(block, tmp_path)
     report = f"stdout:\n{stdout}\nstderr:\n{stderr[-3000:]}"
     assert code == 0, report

@@ -223,15 +223,18 @@ def libpq_dsn(url: str) -> str:
 
 def stored_bets(database_url: str) -> dict[int, tuple[str, int | None]]:
     """``uid -> (state, payout in minor units)`` of every bet, read with a plain driver."""
-    sql = "SELECT uid, state, payout FROM bets"
+    rows = plain_query(database_url, "SELECT uid, state, payout FROM bets")
+    return {int(uid): (str(state), payout) for uid, state, payout in rows}
+
+
+def plain_query(database_url: str, sql: str) -> list[Any]:
+    """The rows of ``sql``, read with the database's plain driver (no ledger code involved)."""
     if database_url.startswith("sqlite"):
         path = database_url.removeprefix("sqlite:///")
         with sqlite3.connect(path) as connection:
-            rows = connection.execute(sql).fetchall()
-    else:
-        with psycopg.connect(libpq_dsn(database_url)) as connection:
-            rows = connection.execute(sql.encode()).fetchall()
-    return {int(uid): (str(state), payout) for uid, state, payout in rows}
+            return connection.execute(sql).fetchall()
+    with psycopg.connect(libpq_dsn(database_url)) as connection:
+        return connection.execute(sql.encode()).fetchall()
 
 
 def journalled_200(database_url: str) -> dict[str, tuple[str, list[int]]]:
@@ -240,13 +243,7 @@ def journalled_200(database_url: str) -> dict[str, tuple[str, list[int]]]:
         "SELECT d.request_id, d.event, b.bet_uid FROM deliveries d "
         "LEFT JOIN delivery_bets b ON b.delivery_id = d.id WHERE d.status = 200"
     )
-    if database_url.startswith("sqlite"):
-        path = database_url.removeprefix("sqlite:///")
-        with sqlite3.connect(path) as connection:
-            rows = connection.execute(sql).fetchall()
-    else:
-        with psycopg.connect(libpq_dsn(database_url)) as connection:
-            rows = connection.execute(sql.encode()).fetchall()
+    rows = plain_query(database_url, sql)
     found: dict[str, tuple[str, list[int]]] = {}
     for request_id, event, bet_uid in rows:
         _, uids = found.setdefault(str(request_id), (str(event), []))

@@ -21,21 +21,8 @@ from .schema import deliveries, delivery_bets
 
 __all__ = ["list_deliveries", "prune", "record"]
 
-COLUMNS = (
-    "id",
-    "received_at",
-    "request_id",
-    "event",
-    "path",
-    "client",
-    "subject",
-    "address",
-    "status",
-    "error",
-    "bet_count",
-    "bet_uids",
-    "duration_us",
-)
+# Every column, in the table's order: the order of the rows written below.
+COLUMNS = tuple(column.name for column in deliveries.columns)
 
 
 def record(connection: Connection, dialect: Dialect, records: Sequence[DeliveryRecord]) -> None:
