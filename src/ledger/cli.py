@@ -2,7 +2,8 @@
 
 Every command that touches the database takes ``--db URL`` (default ``$LEDGER_DATABASE_URL``,
 else ``sqlite:///ledger.db``). The read commands (``balance``, ``statement``, ``bet``,
-``check``) never create a database; ``db upgrade``, ``deposit``, ``withdraw`` and ``serve`` do.
+``check``, ``deliveries``) never create a database; ``db upgrade``, ``deposit``, ``withdraw``
+and ``serve`` do.
 Errors print ``error: <key>: <message>`` on stderr and exit 1; ``ledger check`` exits 1 when an
 invariant fails. ``--json`` prints one line of JSON, in the shapes of :mod:`ledger.views`.
 """

@@ -566,9 +566,15 @@ class GroupCommit:
 
 
 def _runs(batch: list[_Job[Any]]) -> list[list[_Job[Any]]]:
-    """Split a batch into runs of consecutive small Place Bets (other commands alone)."""
+    """Split a batch into runs of consecutive small Place Bets (other commands alone).
+
+    Refused deliveries' journal rows go last: they touch nothing else, so moving them keeps a
+    flood of refusals from splitting the accepted Place Bets into many small groups.
+    """
     runs: list[list[_Job[Any]]] = []
-    for job in batch:
+    journal = [job for job in batch if isinstance(job.command, RecordDelivery)]
+    rest = [job for job in batch if not isinstance(job.command, RecordDelivery)]
+    for job in rest + journal:
         if runs and _groupable(job) and _groupable(runs[-1][0]):
             runs[-1].append(job)
         else:

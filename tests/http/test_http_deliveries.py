@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import ledger
+from ledger.deliveries import DeliveryRecord
+from ledger.errors import StoreBusy
 from ledger.settings import Settings, SettingsError
 from support.httpkit import OPERATOR_HEADERS, PLACE, SETTLE, Wallet, dumps, headers, serve
 from support.payloads import entry, place, refund, settle
@@ -183,3 +188,22 @@ def test_the_journal_settings_are_read_and_checked() -> None:
     for environ in ({"LEDGER_DELIVERY_JOURNAL": "maybe"}, {"LEDGER_DELIVERY_RETENTION_DAYS": "0"}):
         with pytest.raises(SettingsError):
             Settings.from_env(environ)
+
+
+@pytest.mark.parametrize("how", ["raises", "fails later"])
+def test_a_refusal_that_cannot_be_journalled_is_logged_and_answered_as_before(
+    wallet: Wallet, how: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(self: ledger.Ledger, record: DeliveryRecord) -> Future[None]:
+        if how == "raises":
+            raise RuntimeError("journal broken")
+        failed: Future[None] = Future()
+        failed.set_exception(StoreBusy("journal busy"))
+        return failed
+
+    monkeypatch.setattr(ledger.Ledger, "record_delivery", broken)
+    with caplog.at_level(logging.WARNING, logger="ledger.journal"):
+        answered = send(wallet, "/bets", place(entry(51, user="u5")), PLACE, "rq-lost")
+    assert answered.status_code == 402
+    assert answered.json()["error"] == "user.insufficient_funds"
+    assert any("rq-lost" in line and "not journalled" in line for line in caplog.messages)

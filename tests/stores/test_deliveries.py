@@ -8,12 +8,16 @@ from __future__ import annotations
 import time
 from concurrent.futures import wait
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 import ledger
 from ledger.deliveries import Delivery, DeliveryFilter, DeliveryRecord
+from ledger.domain import PlaceRequest
 from ledger.errors import InsufficientFunds, InvalidRequest
+from ledger.stores.deliveries import COLUMNS
+from ledger.writer import PlaceBets, RecordDelivery, _Job, _runs
 from support.payloads import entry, place, refund, settle
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -178,3 +182,18 @@ def test_filter_text_is_checked_with_a_clear_error() -> None:
     with pytest.raises(InvalidRequest, match="since"):
         DeliveryFilter.parse(since="yesterday")
     assert DeliveryFilter.parse(since="2026-11-22T10:00:00+01:00").since == NOW
+
+
+def test_refusal_rows_queued_among_place_bets_never_split_their_group() -> None:
+    def job(command: Any) -> Any:
+        return _Job(command)
+
+    places = [job(PlaceBets(PlaceRequest([], f"r{n}"))) for n in range(3)]
+    refusals = [job(RecordDelivery(row(f"x{n}", NOW, status=402))) for n in range(2)]
+    batch = [places[0], refusals[0], places[1], refusals[1], places[2]]
+    assert _runs(batch) == [places, [refusals[0]], [refusals[1]]]
+
+
+def test_the_record_fields_are_the_journal_columns_in_order() -> None:
+    # The store writes a record's fields positionally after the id.
+    assert ("id", *DeliveryRecord._fields[:-1]) == COLUMNS

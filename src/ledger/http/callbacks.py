@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -203,19 +203,17 @@ async def _deliver(
     )
     status, outcome, message = 500, "internal", ""
     bet_uids: Sequence[int] = ()
-    delivery = Delivery(
-        received_at=datetime.now(UTC),
-        started=started,
-        request_id=request.headers.get("x-request-id"),
-        event=event,
-        path=callback.path,
-        address=str(address) if address else None,
+    delivery = Delivery.arrived(
+        request.headers.get("x-request-id"),
+        event,
+        callback.path,
+        str(address) if address else None,
     )
     metrics.in_progress.inc()
     try:
         require_address(address, settings.allowed_ips)
         caller = authenticate(request.headers.get("authorization"), settings)
-        delivery = replace(delivery, client=caller.client, subject=caller.subject)
+        delivery = delivery.caller(caller.client, caller.subject)
         require_role(caller, callback.roles, need_subject=callback.need_subject)
         require_json(request.headers.get("content-type"))
         if header is not None and header not in callback.events:

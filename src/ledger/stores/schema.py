@@ -227,10 +227,13 @@ deliveries = Table(
 
 # The first 20 bet uids of each delivery, one row each: finding a bet's deliveries is an index
 # range scan on both stores (a JSON list would need a store-specific index, or a full scan).
+# The primary key is the only index (on SQLite the table itself, WITHOUT ROWID): every link is
+# one b-tree entry, which keeps the journal cheap. Pruning finds a row's links by the same key,
+# from the uids the row lists.
 delivery_bets = Table(
     "delivery_bets",
     metadata,
     Column("bet_uid", BigInteger, primary_key=True, autoincrement=False),
     Column("delivery_id", BigInteger, primary_key=True, autoincrement=False),
-    Index("delivery_bets_delivery", "delivery_id"),
+    sqlite_with_rowid=False,
 )

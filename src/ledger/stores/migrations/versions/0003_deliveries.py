@@ -42,5 +42,5 @@ def upgrade() -> None:
         "delivery_bets",
         sa.Column("bet_uid", sa.BigInteger, primary_key=True, autoincrement=False),
         sa.Column("delivery_id", sa.BigInteger, primary_key=True, autoincrement=False),
+        sqlite_with_rowid=False,
     )
-    op.create_index("delivery_bets_delivery", "delivery_bets", ["delivery_id"])
