@@ -169,6 +169,9 @@ def test_prune_deletes_only_rows_past_the_retention_with_their_bet_links(
     book.record_delivery(row("recent", datetime.now(UTC) - timedelta(days=119), bets=(1,))).result()
     assert book.prune_deliveries(120, batch=2) == 5
     assert [d.request_id for d in all_of(book)] == ["recent"]
+    with book.store.unit_of_work(write=False) as uow:
+        links = uow._conn.exec_driver_sql("SELECT bet_uid FROM delivery_bets").all()  # type: ignore[attr-defined]
+    assert [tuple(link) for link in links] == [(1,)]
     assert [d.request_id for d in all_of(book, DeliveryFilter(bet=0))] == []
     assert [d.request_id for d in all_of(book, DeliveryFilter(bet=1))] == ["recent"]
     assert book.prune_deliveries(120) == 0
