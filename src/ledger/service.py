@@ -29,9 +29,11 @@ from .contract import (
     validate,
 )
 from .currencies import CurrencyTable
+from .deliveries import Delivery, DeliveryFilter, DeliveryRecord, retention_cutoff
 from .domain import Bet, ClosedBets, Entry, PlacedBets, PlaceRequest, RefundItem, SettleClaim
 from .errors import InvalidRequest, LedgerError
 from .money import from_minor, parse_decimal, render, to_minor
+from .paging import DEFAULT_LIMIT, Page, check_limit, page_of, position
 from .stores import CheckReport, Store, UnitOfWork, open_store
 from .views import Balance, BetView, Movement, PoolReport, StatementLine
 from .writer import (
@@ -40,6 +42,8 @@ from .writer import (
     GroupCommit,
     Move,
     PlaceBets,
+    PruneDeliveries,
+    RecordDelivery,
     RefundBets,
     SettleBets,
     Writer,
@@ -54,6 +58,10 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 Payload = Mapping[str, Any] | bytes | str
+
+# The bet view lists at most this many of the deliveries that named the bet, newest first
+# (a bet is named by its Place Bet, the re-sends and its refund or settle: a handful).
+BET_DELIVERIES = 100
 
 # Bodies larger than this are decoded on a worker thread: a settle of a million participants is
 # 300 MB of JSON and takes seconds, which must not stall the caller (an event loop, say).
@@ -177,11 +185,15 @@ class Ledger:
         """
         return self.writer.run(self._place_command(payload))
 
-    def submit_place_bets(self, payload: PlaceBetsRequest | Payload) -> Future[PlacedBets]:
+    def submit_place_bets(
+        self, payload: PlaceBetsRequest | Payload, *, delivery: Delivery | None = None
+    ) -> Future[PlacedBets]:
         """Place Bet without waiting: a future of the result, resolved once it is durable."""
-        return self._submit(payload, self._place_command)
+        return self._submit(payload, lambda body: self._place_command(body, delivery))
 
-    def _place_command(self, payload: PlaceBetsRequest | Payload) -> PlaceBets:
+    def _place_command(
+        self, payload: PlaceBetsRequest | Payload, delivery: Delivery | None = None
+    ) -> PlaceBets:
         request = validate(PlaceBetsRequest, payload)
         entries = []
         for item in request.bets:
@@ -198,17 +210,21 @@ class Ledger:
                     request_uuid=item.bet.uuid,
                 )
             )
-        return PlaceBets(PlaceRequest(entries, new_reference()))
+        return PlaceBets(PlaceRequest(entries, new_reference()), delivery)
 
     def refund(self, payload: RefundRequest | Payload) -> ClosedBets:
         """Refund Bet and Refund Tournament: reverse each named bet's hold exactly once."""
         return self.writer.run(self._refund_command(payload))
 
-    def submit_refund(self, payload: RefundRequest | Payload) -> Future[ClosedBets]:
+    def submit_refund(
+        self, payload: RefundRequest | Payload, *, delivery: Delivery | None = None
+    ) -> Future[ClosedBets]:
         """Refund without waiting: a future of the result, resolved once it is durable."""
-        return self._submit(payload, self._refund_command)
+        return self._submit(payload, lambda body: self._refund_command(body, delivery))
 
-    def _refund_command(self, payload: RefundRequest | Payload) -> RefundBets:
+    def _refund_command(
+        self, payload: RefundRequest | Payload, delivery: Delivery | None = None
+    ) -> RefundBets:
         request = validate(RefundRequest, payload)
         items = [
             RefundItem(
@@ -222,17 +238,21 @@ class Ledger:
             for pool in request.pools
             for part in pool.bets
         ]
-        return RefundBets(items, new_reference(), self.currencies.scale)
+        return RefundBets(items, new_reference(), self.currencies.scale, delivery)
 
     def settle(self, payload: SettleRequest | Payload) -> ClosedBets:
         """Settle Bet: capture each hold and credit positive payouts, each bet exactly once."""
         return self.writer.run(self._settle_command(payload))
 
-    def submit_settle(self, payload: SettleRequest | Payload) -> Future[ClosedBets]:
+    def submit_settle(
+        self, payload: SettleRequest | Payload, *, delivery: Delivery | None = None
+    ) -> Future[ClosedBets]:
         """Settle without waiting: a future of the result, resolved once it is durable."""
-        return self._submit(payload, self._settle_command)
+        return self._submit(payload, lambda body: self._settle_command(body, delivery))
 
-    def _settle_command(self, payload: SettleRequest | Payload) -> SettleBets:
+    def _settle_command(
+        self, payload: SettleRequest | Payload, delivery: Delivery | None = None
+    ) -> SettleBets:
         request = validate(SettleRequest, payload)
         claims = [
             SettleClaim(
@@ -246,7 +266,7 @@ class Ledger:
             for pool in request.pools
             for part in pool.bets
         ]
-        return SettleBets(claims, new_reference(), self.currencies.scale)
+        return SettleBets(claims, new_reference(), self.currencies.scale, delivery)
 
     # --- reads ----------------------------------------------------------------------------------
 
@@ -304,11 +324,14 @@ class Ledger:
         """The recorded bet, or ``None``."""
         uid = check_id(uid, "bet uid")
 
-        def read(uow: UnitOfWork) -> tuple[Bet | None, tuple[datetime, datetime | None] | None]:
+        def read(
+            uow: UnitOfWork,
+        ) -> tuple[Bet | None, tuple[datetime, datetime | None] | None, list[DeliveryRecord]]:
             # The times are a read of their own: get_bets serves the write path and stays lean.
-            return uow.get_bets([uid]).get(uid), uow.bet_times(uid)
+            named = uow.deliveries(DeliveryFilter(bet=uid), BET_DELIVERIES, None)
+            return uow.get_bets([uid]).get(uid), uow.bet_times(uid), named
 
-        found, times = self._read(read)
+        found, times, named = self._read(read)
         if found is None:
             return None
         placed_at, closed_at = times or (None, None)
@@ -330,6 +353,7 @@ class Ledger:
             secrets=dict(found.secrets),
             placed_at=placed_at,
             closed_at=closed_at,
+            deliveries=tuple(named),
         )
 
     def pool_report(self, pool_uid: int) -> PoolReport:
@@ -388,6 +412,41 @@ class Ledger:
         with self.store.unit_of_work(write=False) as uow:
             return reconcile(source, uow.bet_records, self.currencies, pools_only=pools_only)
 
+    # --- the delivery journal -------------------------------------------------------------------
+
+    def record_delivery(self, record: DeliveryRecord) -> Future[None]:
+        """Write a refused delivery's journal row after the fact: a future of the write.
+
+        Through the writer like every write; on SQLite it rides in a group commit, so a flood
+        of refusals costs the accepted deliveries no extra commits.
+        """
+        return self.writer.submit(RecordDelivery(record))
+
+    def deliveries(
+        self,
+        wanted: DeliveryFilter | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        before: str | None = None,
+    ) -> Page[DeliveryRecord]:
+        """Journal rows matching ``wanted``, newest first; ``before`` is a page's ``next``."""
+        limit = check_limit(limit)
+        after = _delivery_position(before)
+        chosen = wanted or DeliveryFilter()
+        rows = self._read(lambda uow: uow.deliveries(chosen, limit + 1, after))
+        return page_of(rows, limit, _delivery_key)
+
+    def prune_deliveries(self, days: int, *, batch: int = 1000) -> int:
+        """Delete journal rows received more than ``days`` days ago, ``batch`` rows per
+        transaction (no long lock on a busy server); answers how many were deleted."""
+        cutoff = retention_cutoff(days)
+        total = 0
+        while True:
+            gone = self.writer.run(PruneDeliveries(cutoff, batch))
+            total += gone
+            if gone < batch:
+                return total
+
     def check(self) -> CheckReport:
         """Verify the journal's invariants (DESIGN section 4) over the whole database."""
         return self._read(lambda uow: uow.check())
@@ -395,6 +454,21 @@ class Ledger:
     def ping(self) -> None:
         """Raise :class:`~ledger.errors.StoreUnavailable` unless the database answers."""
         self._read(lambda uow: uow.ping())
+
+
+def _delivery_key(row: DeliveryRecord) -> tuple[str, int]:
+    return (row.received_at.isoformat(), row.id or 0)
+
+
+def _delivery_position(before: str | None) -> tuple[datetime, int] | None:
+    key = position(before, str, int)
+    if key is None:
+        return None
+    moment, last_id = key
+    try:
+        return datetime.fromisoformat(str(moment)), int(last_id)
+    except ValueError:
+        raise InvalidRequest("not a cursor this API gave", key="request.invalid_cursor") from None
 
 
 def open_ledger(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .currencies import CurrencyTable
+from .deliveries import DEFAULT_RETENTION_DAYS
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "HMAC_ALGORITHMS", "Network", "Settings", "SettingsError"]
 
@@ -64,6 +65,9 @@ class Settings:
     tls_min_version: str = "1.3"
     log_level: str = "INFO"
     dev_mode: bool = False
+    # The delivery journal (ledger.deliveries). Off only to measure what it costs.
+    delivery_journal: bool = True
+    delivery_retention_days: int = DEFAULT_RETENTION_DAYS
 
     def __post_init__(self) -> None:
         if not self.database_url.startswith(("sqlite", "postgres")):
@@ -106,6 +110,8 @@ class Settings:
             raise SettingsError("LEDGER_DB_STATEMENT_TIMEOUT: must be > 0")
         if self.writer_max_queue < 1 or self.writer_max_wait <= 0:
             raise SettingsError("LEDGER_WRITER_MAX_QUEUE and LEDGER_WRITER_MAX_WAIT: must be > 0")
+        if self.delivery_retention_days < 1:
+            raise SettingsError("LEDGER_DELIVERY_RETENTION_DAYS: must be at least 1")
         if self.shutdown_timeout <= 0:
             raise SettingsError("LEDGER_SHUTDOWN_TIMEOUT: must be > 0")
 
@@ -140,12 +146,17 @@ class Settings:
             ("LEDGER_WRITER_MAX_QUEUE", "writer_max_queue", int),
             ("LEDGER_WRITER_MAX_WAIT", "writer_max_wait", float),
             ("LEDGER_SHUTDOWN_TIMEOUT", "shutdown_timeout", float),
+            ("LEDGER_DELIVERY_RETENTION_DAYS", "delivery_retention_days", int),
         ):
             if (raw := get(name)) is not None:
                 try:
                     options[key] = kind(raw)
                 except ValueError:
                     raise SettingsError(f"{name}={raw!r}: expected a number") from None
+        if (journal := get("LEDGER_DELIVERY_JOURNAL")) is not None:
+            if journal.lower() not in ("on", "off"):
+                raise SettingsError(f"LEDGER_DELIVERY_JOURNAL={journal!r}: expected on or off")
+            options["delivery_journal"] = journal.lower() == "on"
         if (tls := get("LEDGER_TLS_MIN_VERSION")) is not None:
             options["tls_min_version"] = tls
         if (level := get("LEDGER_LOG_LEVEL")) is not None:

@@ -17,9 +17,11 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .deliveries import DeliveryRecord
     from .stores import CheckReport
 
 __all__ = [
+    "DELIVERY_COLUMNS",
     "Balance",
     "BetView",
     "Movement",
@@ -31,6 +33,9 @@ __all__ = [
     "bet_text",
     "check_dict",
     "check_lines",
+    "deliveries_dict",
+    "delivery_dict",
+    "delivery_text",
     "movement_text",
     "next_before",
     "statement_dict",
@@ -120,6 +125,8 @@ class BetView:
     secrets: Mapping[str, Any]
     placed_at: datetime | None = None
     closed_at: datetime | None = None
+    # The deliveries that named the bet (journal rows), newest first.
+    deliveries: Sequence[DeliveryRecord] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -136,6 +143,16 @@ class BetView:
             "secrets": dict(self.secrets),
             "placed_at": None if self.placed_at is None else timestamp_text(self.placed_at),
             "closed_at": None if self.closed_at is None else timestamp_text(self.closed_at),
+            "deliveries": [
+                {
+                    "request_id": item.request_id,
+                    "event": item.event,
+                    "status": item.status,
+                    "error": item.error,
+                    "received_at": timestamp_text(item.received_at),
+                }
+                for item in self.deliveries
+            ],
         }
 
 
@@ -203,6 +220,49 @@ def check_dict(report: CheckReport) -> dict[str, Any]:
     }
 
 
+DELIVERY_COLUMNS = (
+    "id",
+    "received_at",
+    "request_id",
+    "event",
+    "path",
+    "client",
+    "subject",
+    "address",
+    "status",
+    "error",
+    "bet_count",
+    "bet_uids",
+    "duration_ms",
+)
+"""The fields of a delivery journal row, in order: its JSON keys and its CSV columns."""
+
+
+def delivery_dict(item: DeliveryRecord) -> dict[str, Any]:
+    """One journal row; ``duration_ms`` (microsecond precision) of a 2xx row runs up to the
+    moment its row was written, just before the commit."""
+    return {
+        "id": item.id,
+        "received_at": timestamp_text(item.received_at),
+        "request_id": item.request_id,
+        "event": item.event,
+        "path": item.path,
+        "client": item.client,
+        "subject": item.subject,
+        "address": item.address,
+        "status": item.status,
+        "error": item.error,
+        "bet_count": item.bet_count,
+        "bet_uids": list(item.bet_uids),
+        "duration_ms": str(Decimal(item.duration_us).scaleb(-3)),
+    }
+
+
+def deliveries_dict(items: Sequence[DeliveryRecord], next_page: str | None) -> dict[str, Any]:
+    """``{"deliveries": [...], "next"}``: pass ``next`` as ``before`` for the next page."""
+    return {"deliveries": [delivery_dict(item) for item in items], "next": next_page}
+
+
 # --- text shapes (the command line) ------------------------------------------------------------
 
 
@@ -239,10 +299,26 @@ def bet_text(bet: BetView) -> str:
     )
     placed = f", placed {timestamp_text(bet.placed_at)}" if bet.placed_at is not None else ""
     closed = f", closed {timestamp_text(bet.closed_at)}" if bet.closed_at is not None else ""
+    named = "".join(
+        f"\n  delivery {item.request_id or '-'} {item.event} {item.status}"
+        f"{' ' + item.error if item.error else ''} at {timestamp_text(item.received_at)}"
+        for item in bet.deliveries
+    )
     return (
         f"bet {bet.uid}: {bet.state}, user {bet.user}, pool {bet.pool_uid}, "
         f"{amount_text(bet.amount)} + rake {amount_text(bet.rake)} {bet.currency} "
-        f"({bet.funding}){payout}{placed}{closed}"
+        f"({bet.funding}){payout}{placed}{closed}{named}"
+    )
+
+
+def delivery_text(item: DeliveryRecord) -> str:
+    more = "..." if item.bet_count > len(item.bet_uids) else ""
+    uids = ",".join(map(str, item.bet_uids)) + more
+    return (
+        f"{timestamp_text(item.received_at)}  {item.status} {item.error or 'ok':<28} "
+        f"{item.event:<18} {item.request_id or '-'}  bets {item.bet_count} [{uids}]  "
+        f"{Decimal(item.duration_us).scaleb(-3)} ms  {item.client or '-'}/{item.subject or '-'} "
+        f"{item.address or '-'}"
     )
 
 

@@ -32,10 +32,12 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from . import domain
 from ._process import paused_gc
+from .deliveries import Delivery, DeliveryRecord, answered_uids
 from .domain import (
     Bet,
     ClosedBets,
@@ -58,6 +60,8 @@ __all__ = [
     "GroupCommit",
     "Move",
     "PlaceBets",
+    "PruneDeliveries",
+    "RecordDelivery",
     "RefundBets",
     "SettleBets",
     "Writer",
@@ -119,6 +123,8 @@ class PlaceBets:
     """Place Bet: hold every new entry of one request, all or none."""
 
     request: PlaceRequest
+    # The delivery it came in (None: not journalled): its 200 row is written with its effects.
+    delivery: Delivery | None = None
 
     @property
     def size(self) -> int:
@@ -135,7 +141,9 @@ class PlaceBets:
                 raise decision
             _write_places(uow, [decision])
             answers.append(decision.answer)
-        return domain.merge_placements(answers)
+        placed = domain.merge_placements(answers)
+        _journal(uow, [(self.delivery, placed)])
+        return placed
 
     @staticmethod
     def apply_group(
@@ -148,7 +156,17 @@ class PlaceBets:
         """
         decisions = _decide_places(uow, [command.request for command in commands])
         _write_places(uow, [d for d in decisions if not isinstance(d, LedgerError)])
-        return [d if isinstance(d, LedgerError) else d.answer for d in decisions]
+        outcomes = [d if isinstance(d, LedgerError) else d.answer for d in decisions]
+        # Only the accepted ones are journalled here; refusals are recorded after the fact.
+        _journal(
+            uow,
+            [
+                (command.delivery, outcome)
+                for command, outcome in zip(commands, outcomes, strict=True)
+                if not isinstance(outcome, LedgerError)
+            ],
+        )
+        return outcomes
 
 
 def _decide_places(
@@ -163,6 +181,21 @@ def _decide_places(
 def _write_places(uow: UnitOfWork, decisions: Sequence[PlaceDecision]) -> None:
     uow.add_bets([bet for decision in decisions for bet in decision.bets])
     uow.post([d.transaction for d in decisions if d.transaction is not None])
+
+
+def _journal(
+    uow: UnitOfWork, answered: Sequence[tuple[Delivery | None, PlacedBets | ClosedBets]]
+) -> None:
+    """Write the 200 journal rows of accepted deliveries, in the transaction of their effects:
+    so a committed effect always has its row, and no row claims an effect that did not commit.
+    Their duration is measured up to here; the commit that follows is not in it."""
+    records = [
+        delivery.record(200, None, answered_uids(result))
+        for delivery, result in answered
+        if delivery is not None
+    ]
+    if records:
+        uow.record_deliveries(records)
 
 
 def _write_closing(uow: UnitOfWork, decision: CloseDecision) -> None:
@@ -181,6 +214,7 @@ class RefundBets:
     items: Sequence[RefundItem]
     reference: str
     scale: Callable[[str], int]
+    delivery: Delivery | None = None
 
     @property
     def size(self) -> int:
@@ -196,7 +230,9 @@ class RefundBets:
             _write_closing(uow, decision)
             closed += decision.answer.closed
             unchanged += decision.answer.unchanged
-        return ClosedBets(closed, unchanged)
+        result = ClosedBets(closed, unchanged)
+        _journal(uow, [(self.delivery, result)])
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +242,7 @@ class SettleBets:
     claims: Sequence[SettleClaim]
     reference: str
     scale: Callable[[str], int]
+    delivery: Delivery | None = None
 
     @property
     def size(self) -> int:
@@ -221,7 +258,9 @@ class SettleBets:
             _write_closing(uow, decision)
             closed += decision.answer.closed
             unchanged += decision.answer.unchanged
-        return ClosedBets(closed, unchanged)
+        result = ClosedBets(closed, unchanged)
+        _journal(uow, [(self.delivery, result)])
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +282,29 @@ class Move:
             return False
         uow.post([decided])
         return True
+
+
+@dataclass(frozen=True, slots=True)
+class RecordDelivery:
+    """The journal row of a refused delivery, written after the fact (best effort)."""
+
+    record: DeliveryRecord
+    size: int = 1
+
+    def apply(self, uow: UnitOfWork) -> None:
+        uow.record_deliveries([self.record])
+
+
+@dataclass(frozen=True, slots=True)
+class PruneDeliveries:
+    """Delete up to ``batch`` journal rows received before ``cutoff``; answers how many."""
+
+    cutoff: datetime
+    batch: int
+    size: int = 1
+
+    def apply(self, uow: UnitOfWork) -> int:
+        return uow.prune_deliveries(self.cutoff, self.batch)
 
 
 # --- the adapters ------------------------------------------------------------------------------
@@ -504,9 +566,15 @@ class GroupCommit:
 
 
 def _runs(batch: list[_Job[Any]]) -> list[list[_Job[Any]]]:
-    """Split a batch into runs of consecutive small Place Bets (other commands alone)."""
+    """Split a batch into runs of consecutive small Place Bets (other commands alone).
+
+    Refused deliveries' journal rows go last: they touch nothing else, so moving them keeps a
+    flood of refusals from splitting the accepted Place Bets into many small groups.
+    """
     runs: list[list[_Job[Any]]] = []
-    for job in batch:
+    journal = [job for job in batch if isinstance(job.command, RecordDelivery)]
+    rest = [job for job in batch if not isinstance(job.command, RecordDelivery)]
+    for job in rest + journal:
         if runs and _groupable(job) and _groupable(runs[-1][0]):
             runs[-1].append(job)
         else:

@@ -4,9 +4,10 @@ The platform (``faults.PlatformDriver``) places paid entries, refunds and settle
 several threads, re-sending every delivery that did not get a definitive answer and some that
 did. Meanwhile the server is killed with SIGKILL at random moments and started again on the same
 database. Right after each kill, before the restart, the database is read with a plain driver:
-every delivery that was answered 200 by then must be in it. This is what proves that an answer
-is only sent after its commit (on SQLite: after the group commit of its batch); a server that
-answered first would lose acknowledged work in the kill window.
+every delivery that was answered 200 by then must be in it, with its 200 row in the delivery
+journal, and no 200 journal row may name a bet the database does not hold. This is what proves
+that an answer is only sent after its commit (on SQLite: after the group commit of its batch); a
+server that answered first would lose acknowledged work in the kill window.
 
 At the end: the journal check is clean (``ledger check``), every bet is in the state the
 platform's model says, exactly once, and every balance equals the model.
@@ -29,6 +30,8 @@ from support.faults import (
     PlatformDriver,
     balances_of,
     deposit,
+    journal_mismatches,
+    journalled_200,
     ledger_check,
     server_env,
     stored_bets,
@@ -49,6 +52,7 @@ def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int) -> None:
         driver = PlatformDriver(server.url, USERS, seed=seed)
         lost: dict[str, None] = {}  # ordered and without repeats: later kills re-check all
         checked = 0
+        journal_checked = 0
         with driver.running(threads=6):
             for number in range(kills):
                 time.sleep(rng.uniform(0.2, 1.0))
@@ -67,11 +71,19 @@ def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int) -> None:
                 # The server is dead: what the database holds now is all it will ever hold of
                 # the deliveries answered so far.
                 acknowledged = driver.acknowledged_so_far()
-                lost.update(dict.fromkeys(unacknowledged_in(stored_bets(store_url), acknowledged)))
+                stored = stored_bets(store_url)
+                lost.update(dict.fromkeys(unacknowledged_in(stored, acknowledged)))
+                # The delivery journal, read after the kill too: a 200 row iff its effects
+                # committed (both are written in one transaction).
+                journal = journalled_200(store_url)
+                requests = driver.acknowledged_requests_so_far()
+                lost.update(dict.fromkeys(journal_mismatches(stored, journal, requests)))
+                journal_checked += len(requests)
                 checked += len(acknowledged)
                 server.start()
             time.sleep(0.5)
         assert checked > kills * 20, f"too little traffic between kills ({checked})"
+        assert journal_checked > kills * 10, f"too few journal checks ({journal_checked})"
         assert not lost, f"{len(lost)} acknowledged deliveries lost:\n" + "\n".join(list(lost)[:20])
         assert not driver.unexpected, "\n".join(driver.unexpected[:20])
 

@@ -19,6 +19,7 @@ import sqlite3
 import subprocess
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -222,15 +223,58 @@ def libpq_dsn(url: str) -> str:
 
 def stored_bets(database_url: str) -> dict[int, tuple[str, int | None]]:
     """``uid -> (state, payout in minor units)`` of every bet, read with a plain driver."""
-    sql = "SELECT uid, state, payout FROM bets"
+    rows = plain_query(database_url, "SELECT uid, state, payout FROM bets")
+    return {int(uid): (str(state), payout) for uid, state, payout in rows}
+
+
+def plain_query(database_url: str, sql: str) -> list[Any]:
+    """The rows of ``sql``, read with the database's plain driver (no ledger code involved)."""
     if database_url.startswith("sqlite"):
         path = database_url.removeprefix("sqlite:///")
         with sqlite3.connect(path) as connection:
-            rows = connection.execute(sql).fetchall()
-    else:
-        with psycopg.connect(libpq_dsn(database_url)) as connection:
-            rows = connection.execute(sql.encode()).fetchall()
-    return {int(uid): (str(state), payout) for uid, state, payout in rows}
+            return connection.execute(sql).fetchall()
+    with psycopg.connect(libpq_dsn(database_url)) as connection:
+        return connection.execute(sql.encode()).fetchall()
+
+
+def journalled_200(database_url: str) -> dict[str, tuple[str, list[int]]]:
+    """``request id -> (event, bet uids named)`` of every 200 row of the delivery journal."""
+    sql = (
+        "SELECT d.request_id, d.event, b.bet_uid FROM deliveries d "
+        "LEFT JOIN delivery_bets b ON b.delivery_id = d.id WHERE d.status = 200"
+    )
+    rows = plain_query(database_url, sql)
+    found: dict[str, tuple[str, list[int]]] = {}
+    for request_id, event, bet_uid in rows:
+        _, uids = found.setdefault(str(request_id), (str(event), []))
+        if bet_uid is not None:
+            uids.append(int(bet_uid))
+    return found
+
+
+# What a 200 row of each event claims of the bets it names.
+JOURNAL_CLAIMS = {PLACE: None, REFUND_BET: "refunded", SETTLE: "settled"}
+
+
+def journal_mismatches(
+    stored: dict[int, tuple[str, int | None]],
+    journal: dict[str, tuple[str, list[int]]],
+    acknowledged_requests: list[str],
+) -> list[str]:
+    """Where the delivery journal and the books disagree: a delivery answered 200 without its
+    200 row, or a 200 row claiming a bet (or a bet's closing) the database does not hold."""
+    problems = [
+        f"request {request_id} answered 200 has no 200 journal row"
+        for request_id in acknowledged_requests
+        if request_id not in journal
+    ]
+    for request_id, (event, uids) in journal.items():
+        claim = JOURNAL_CLAIMS.get(event)
+        for uid in uids:
+            found = stored.get(uid)
+            if found is None or (claim is not None and found[0] != claim):
+                problems.append(f"journal row {request_id} ({event}) names bet {uid}: db {found}")
+    return problems
 
 
 def ledger_check(database_url: str) -> subprocess.CompletedProcess[str]:
@@ -349,6 +393,8 @@ class PlatformDriver:
     unexpected: list[str] = field(default_factory=list)
     # Deliveries answered 200, as (bet uid, what): "placed", "refunded" or "settled".
     acknowledged: list[tuple[int, str]] = field(default_factory=list)
+    # The X-Request-Id of every delivery answered 200.
+    acknowledged_requests: list[str] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
     slowest: float = 0.0  # seconds, the longest wait for any answer
     # When set, the next 200 calls this at once, from the thread that heard it: a test kills
@@ -367,7 +413,9 @@ class PlatformDriver:
         while True:
             started = time.monotonic()
             try:
-                response = http.post(path, content=body, headers=headers(event))
+                # A fresh X-Request-Id per attempt: the journal must hold the one answered 200.
+                attempt = headers(event, **{"X-Request-Id": str(uuid.uuid4())})
+                response = http.post(path, content=body, headers=attempt)
             except httpx.TransportError as exc:
                 self._count(type(exc).__name__)
             else:
@@ -395,6 +443,8 @@ class PlatformDriver:
 
     def _expect_200(self, response: httpx.Response, what: str) -> bool:
         if response.status_code == 200 and "error" not in response.json():
+            with self._lock:
+                self.acknowledged_requests.append(response.request.headers["x-request-id"])
             return True
         with self._lock:
             self.unexpected.append(f"{what}: {response.status_code} {response.text[:300]}")
@@ -478,6 +528,10 @@ class PlatformDriver:
     def acknowledged_so_far(self) -> list[tuple[int, str]]:
         with self._lock:
             return list(self.acknowledged)
+
+    def acknowledged_requests_so_far(self) -> list[str]:
+        with self._lock:
+            return list(self.acknowledged_requests)
 
     def expected_bets(self) -> dict[int, tuple[str, int | None]]:
         result: dict[int, tuple[str, int | None]] = {}

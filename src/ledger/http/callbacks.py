@@ -40,6 +40,7 @@ from ..contract import (
     SettleRequest,
     validate,
 )
+from ..deliveries import Delivery, DeliveryRecord, answered_uids
 from ..domain import ClosedBets, PlacedBets
 from ..errors import InvalidRequest, LedgerError, StoreBusy, UnsupportedMediaType
 from ..service import Ledger
@@ -51,6 +52,8 @@ from .runtime import Runtime
 __all__ = ["callback_handlers", "require_json"]
 
 log = logging.getLogger("ledger.http")
+# Not ledger.http: that logger is a clean JSON-lines stream of deliveries.
+log_journal = logging.getLogger("ledger.journal")
 
 # Seconds a delivery may take before it is answered 503: the platform's timeouts less a margin
 # for the answer to travel.
@@ -70,16 +73,15 @@ class Answer:
 
 def _answer(result: PlacedBets | ClosedBets) -> Answer:
     if isinstance(result, PlacedBets):
-        return Answer({"secrets": result.secrets}, [*result.placed, *result.unchanged])
+        return Answer({"secrets": result.secrets}, answered_uids(result))
     # Counts, not uid lists: a settle answer for a million participants would be megabytes that
     # the platform ignores anyway.
     return Answer(
-        {"closed": len(result.closed), "unchanged": len(result.unchanged)},
-        [*result.closed, *result.unchanged],
+        {"closed": len(result.closed), "unchanged": len(result.unchanged)}, answered_uids(result)
     )
 
 
-Submit = Callable[[Ledger, bytes], "Future[PlacedBets] | Future[ClosedBets]"]
+Submit = Callable[[Ledger, bytes, Delivery | None], "Future[PlacedBets] | Future[ClosedBets]"]
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,7 @@ def _callbacks(refund_tournament_path: str | None) -> list[CallbackRoute]:
             ("user", "admin"),
             False,
             PlaceBetsRequest,
-            lambda ledger, body: ledger.submit_place_bets(body),
+            lambda ledger, body, delivery: ledger.submit_place_bets(body, delivery=delivery),
             "Place Bet",
             "Hold `amount + rake` for each entry, all or none; free entries hold nothing. "
             "Answers `{secrets}`; 402 `user.insufficient_funds` when the user is short.",
@@ -132,7 +134,7 @@ def _callbacks(refund_tournament_path: str | None) -> list[CallbackRoute]:
             ("admin",),
             True,
             RefundRequest,
-            lambda ledger, body: ledger.submit_refund(body),
+            lambda ledger, body, delivery: ledger.submit_refund(body, delivery=delivery),
             "Refund Bet / Refund Tournament",
             "Reverse each named bet's hold exactly once, all or none.",
         ),
@@ -142,7 +144,7 @@ def _callbacks(refund_tournament_path: str | None) -> list[CallbackRoute]:
             ("admin",),
             True,
             SettleRequest,
-            lambda ledger, body: ledger.submit_settle(body),
+            lambda ledger, body, delivery: ledger.submit_settle(body, delivery=delivery),
             "Settle Bet",
             "Capture each hold and credit positive payouts, each bet exactly once, all or none.",
         ),
@@ -155,7 +157,7 @@ def _callbacks(refund_tournament_path: str | None) -> list[CallbackRoute]:
                 ("admin",),
                 True,
                 RefundRequest,
-                lambda ledger, body: ledger.submit_refund(body),
+                lambda ledger, body, delivery: ledger.submit_refund(body, delivery=delivery),
                 "Refund Tournament",
                 "Refund every named bet of a cancelled tournament exactly once, all or none.",
             )
@@ -201,10 +203,17 @@ async def _deliver(
     )
     status, outcome, message = 500, "internal", ""
     bet_uids: Sequence[int] = ()
+    delivery = Delivery.arrived(
+        request.headers.get("x-request-id"),
+        event,
+        callback.path,
+        str(address) if address else None,
+    )
     metrics.in_progress.inc()
     try:
         require_address(address, settings.allowed_ips)
         caller = authenticate(request.headers.get("authorization"), settings)
+        delivery = delivery.caller(caller.client, caller.subject)
         require_role(caller, callback.roles, need_subject=callback.need_subject)
         require_json(request.headers.get("content-type"))
         if header is not None and header not in callback.events:
@@ -227,7 +236,8 @@ async def _deliver(
             await runtime.offload(lambda: validate(callback.model, body))
             ledger = await runtime.offload(runtime.ledger)
         deadline = DEADLINES[event]
-        future = callback.submit(ledger, body)
+        # The command writes the 200 journal row itself, in the transaction of its effects.
+        future = callback.submit(ledger, body, delivery if settings.delivery_journal else None)
         try:
             with anyio.fail_after(deadline):
                 # Shielded: a deadline abandons the wait, never the submitted work.
@@ -274,3 +284,32 @@ async def _deliver(
             logging.INFO if status < 500 else logging.ERROR,
             json.dumps(line, separators=(",", ":")),
         )
+        if status != 200 and settings.delivery_journal:
+            _record_refusal(runtime, delivery.record(status, outcome, bet_uids))
+
+
+def _record_refusal(runtime: Runtime, record: DeliveryRecord) -> None:
+    """Journal a refused delivery after the fact, best effort: a failure to record it is
+    logged and never changes the answer; nothing waits for it."""
+    ledger = runtime.opened()
+    if ledger is None:
+        log_journal.warning(
+            "delivery %s (%s) not journalled: the database is down",
+            record.request_id,
+            record.status,
+        )
+        return
+    try:
+        future = ledger.record_delivery(record)
+    except Exception:
+        log_journal.exception("delivery %s not journalled", record.request_id)
+        return
+
+    def done(finished: Future[None]) -> None:
+        error = finished.exception()
+        if error is not None:
+            log_journal.warning(
+                "delivery %s (%s) not journalled: %r", record.request_id, record.status, error
+            )
+
+    future.add_done_callback(done)

@@ -26,11 +26,14 @@ from litestar.datastructures import Headers
 from litestar.enums import ScopeType
 from litestar.handlers import BaseRouteHandler, HTTPRouteHandler
 from litestar.params import PathParameter, QueryParameter
+from litestar.response import Stream
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import views
 from ..contract import check_id, parse_json
+from ..deliveries import DeliveryFilter
 from ..errors import BetNotFound, InvalidRequest
+from ..paging import DEFAULT_LIMIT, EXPORT_PAGE, csv_lines, every
 from ..service import Ledger
 from ..settings import Settings
 from ..views import Movement, StatementLine
@@ -166,6 +169,51 @@ def operator_router(runtime: Runtime) -> Router:
             body["message"] = f"{len(found.problems)} invariant(s) violated"
         return Response(body, status_code=200 if found.ok else 500)
 
+    @get(
+        "/deliveries",
+        summary="The callback delivery journal, newest first, paginated (or all of it as CSV)",
+        **operator_docs("request.invalid"),
+    )
+    async def deliveries(
+        request_id: Annotated[str | None, QueryParameter(description="X-Request-Id")] = None,
+        bet: Annotated[str | None, QueryParameter(description="Named this bet uid")] = None,
+        status: Annotated[str | None, QueryParameter(description="Answered this status")] = None,
+        event: Annotated[str | None, QueryParameter(description="X-Callback-Event")] = None,
+        since: Annotated[str | None, QueryParameter(description="Received at or after")] = None,
+        until: Annotated[str | None, QueryParameter(description="Received before")] = None,
+        limit: Annotated[str | None, QueryParameter(description="Page size, 1 to 1000")] = None,
+        before: Annotated[str | None, QueryParameter(description="The previous next")] = None,
+        output: Annotated[str | None, QueryParameter(name="format", description="csv")] = None,
+    ) -> Response[Any]:
+        """``{"deliveries": [...], "next"}``; page on with ``before`` set to ``next``.
+        ``format=csv`` streams every page matching the filters (``limit``/``before`` ignored)."""
+        wanted = DeliveryFilter.parse(
+            request_id=request_id,
+            bet=bet,
+            status=status,
+            event=event,
+            since=since,
+            until=until,
+        )
+        if output not in (None, "", "json", "csv"):
+            raise InvalidRequest(f"format: expected json or csv, got {output[:16]!r}")
+        if output == "csv":
+            ledger = await runtime.offload(runtime.ledger)
+            rows = every(lambda after: ledger.deliveries(wanted, limit=EXPORT_PAGE, before=after))
+            # A plain iterator: Litestar draws each chunk on a worker thread, so the page reads
+            # never block the event loop, and only one page is in memory at a time.
+            lines = csv_lines(map(views.delivery_dict, rows), views.DELIVERY_COLUMNS)
+            return Stream(
+                lines,
+                media_type="text/csv; charset=utf-8",
+                headers={"Content-Disposition": 'attachment; filename="deliveries.csv"'},
+            )
+        size = DEFAULT_LIMIT if limit in (None, "") else _parse_id(limit, "limit")
+        page = await runtime.call(
+            lambda ledger: ledger.deliveries(wanted, limit=size, before=before)
+        )
+        return Response(views.deliveries_dict(page.items, page.next))
+
     handlers: list[HTTPRouteHandler] = [
         deposit,
         withdrawal,
@@ -175,6 +223,7 @@ def operator_router(runtime: Runtime) -> Router:
         report,
         check,
         _reconciliations(runtime),
+        deliveries,
     ]
     return Router(
         path="/admin",

@@ -21,6 +21,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Protocol, Self
 
+from ..deliveries import DeliveryFilter, DeliveryRecord
 from ..domain import Bet, Transaction
 from ..errors import StoreBusy
 
@@ -157,6 +158,18 @@ class UnitOfWork(Protocol):
 
     def pool_totals(self, pool_uid: int) -> list[PoolTotals]:
         """The tournament's entries grouped by currency and state."""
+
+    def record_deliveries(self, records: Sequence[DeliveryRecord]) -> None:
+        """Write delivery journal rows (and the links to the bets each names)."""
+
+    def deliveries(
+        self, wanted: DeliveryFilter, limit: int, after: tuple[datetime, int] | None
+    ) -> list[DeliveryRecord]:
+        """Up to ``limit`` journal rows matching ``wanted``, newest first, older than
+        ``after`` (a row's ``(received_at, id)``)."""
+
+    def prune_deliveries(self, cutoff: datetime, batch: int) -> int:
+        """Delete up to ``batch`` of the oldest rows received before ``cutoff``; how many."""
 
     def check(self) -> CheckReport:
         """Verify invariants 1 to 4 over the whole journal."""

@@ -37,6 +37,10 @@ class Dialect(Protocol):
         """``count`` new transaction ids, before their rows are written."""
         ...
 
+    def allocate_delivery_ids(self, connection: Connection, count: int) -> list[int]:
+        """``count`` new delivery journal ids, before their rows are written."""
+        ...
+
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         """Map a driver error to the ledger's error root."""
         ...

@@ -128,10 +128,10 @@ class PostgresDialect:
         return connection
 
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
-        rows = connection.execute(
-            text("SELECT nextval('transaction_ids') FROM generate_series(1, :n)"), {"n": count}
-        )
-        return [row[0] for row in rows]
+        return _next_ids(connection, "transaction_ids", count)
+
+    def allocate_delivery_ids(self, connection: Connection, count: int) -> list[int]:
+        return _next_ids(connection, "delivery_ids", count)
 
     def insert_rows(
         self,
@@ -239,3 +239,11 @@ class PostgresDialect:
             # No SQLSTATE: the connection itself failed (refused, reset, timed out).
             return StoreUnavailable(f"the database is unreachable: {message}")
         return StoreUnavailable(f"the database failed ({state}): {message}")
+
+
+def _next_ids(connection: Connection, sequence: str, count: int) -> list[int]:
+    rows = connection.execute(
+        text(f"SELECT nextval('{sequence}') FROM generate_series(1, :n)"),  # noqa: S608
+        {"n": count},
+    )
+    return [row[0] for row in rows]

@@ -37,6 +37,9 @@ __all__ = [
     "Amount",
     "accounts",
     "bets",
+    "deliveries",
+    "delivery_bets",
+    "delivery_ids",
     "from_stored",
     "metadata",
     "postings",
@@ -190,4 +193,47 @@ bets = Table(
     CheckConstraint("amount >= 0 AND rake >= 0", name="bets_amounts"),
     Index("bets_pool", "pool_uid"),
     Index("bets_user", "user_uid"),
+)
+
+# --- the delivery journal (ledger.deliveries) -----------------------------------------------------
+#
+# Not part of the books: a record of what the platform sent and what it was answered. A 2xx row
+# is written in the transaction of its effects; rows past the retention are pruned.
+
+# Delivery ids are allocated before the rows are written, like transaction ids, so that a batch
+# of rows and their bet links go in as two bulk inserts.
+delivery_ids = Sequence("delivery_ids", metadata=metadata)
+
+deliveries = Table(
+    "deliveries",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=False),
+    Column("received_at", DateTime(timezone=True), nullable=False),
+    Column("request_id", String(255), nullable=True),
+    Column("event", String(64), nullable=False),
+    Column("path", String(300), nullable=False),
+    Column("client", String(255), nullable=True),
+    Column("subject", String(255), nullable=True),
+    Column("address", String(64), nullable=True),
+    Column("status", Integer, nullable=False),
+    Column("error", String(100), nullable=True),
+    Column("bet_count", BigInteger, nullable=False),
+    Column("bet_uids", JSON, nullable=False),  # the first 20, for display
+    Column("duration_us", BigInteger, nullable=False),
+    # Newest first, keyset-paged on (received_at, id); also serves since/until and pruning.
+    Index("deliveries_received", "received_at", "id"),
+    Index("deliveries_request", "request_id"),
+)
+
+# The first 20 bet uids of each delivery, one row each: finding a bet's deliveries is an index
+# range scan on both stores (a JSON list would need a store-specific index, or a full scan).
+# The primary key is the only index (on SQLite the table itself, WITHOUT ROWID): every link is
+# one b-tree entry, which keeps the journal cheap. Pruning finds a row's links by the same key,
+# from the uids the row lists.
+delivery_bets = Table(
+    "delivery_bets",
+    metadata,
+    Column("bet_uid", BigInteger, primary_key=True, autoincrement=False),
+    Column("delivery_id", BigInteger, primary_key=True, autoincrement=False),
+    sqlite_with_rowid=False,
 )

@@ -18,9 +18,11 @@ from typing import Any, Self
 from sqlalchemy import Connection, Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 
+from ..deliveries import DeliveryFilter, DeliveryRecord
 from ..domain import Bet, Transaction, account_kind
 from ..errors import CapacityExceeded, InsufficientFunds
 from . import audit, queries
+from . import deliveries as journal
 from .base import AccountBalance, CheckReport, PoolTotals, Retry, StatementRow
 from .dialect import Dialect
 from .schema import CAPACITY, bets, postings, transactions
@@ -263,6 +265,22 @@ class SqlUnitOfWork:
         raise InsufficientFunds(
             f"user {user.removeprefix('user:')} has insufficient {currency} funds"
         )
+
+    # --- the delivery journal -------------------------------------------------------------------
+
+    def record_deliveries(self, records: Sequence[DeliveryRecord]) -> None:
+        with self._store.translate_errors():
+            journal.record(self._conn, self._dialect, records)
+
+    def deliveries(
+        self, wanted: DeliveryFilter, limit: int, after: tuple[datetime, int] | None
+    ) -> list[DeliveryRecord]:
+        with self._store.translate_errors():
+            return journal.list_deliveries(self._conn, wanted, limit, after)
+
+    def prune_deliveries(self, cutoff: datetime, batch: int) -> int:
+        with self._store.translate_errors():
+            return journal.prune(self._conn, cutoff, batch)
 
     # --- reads and the audit --------------------------------------------------------------------
 

@@ -137,11 +137,10 @@ class SqliteDialect:
         return connection
 
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
-        # Safe without a sequence: BEGIN IMMEDIATE makes this the only writer until commit.
-        # A bare max() (no coalesce around it) is answered from the end of the primary key.
-        last = connection.exec_driver_sql("SELECT max(id) FROM transactions").scalar()
-        start = int(last or 0) + 1
-        return list(range(start, start + count))
+        return _next_ids(connection, "transactions", count)
+
+    def allocate_delivery_ids(self, connection: Connection, count: int) -> list[int]:
+        return _next_ids(connection, "deliveries", count)
 
     def timestamp(self, moment: datetime) -> Any:
         # The text form SQLAlchemy's SQLite DateTime type reads back (UTC, no zone suffix).
@@ -282,3 +281,11 @@ def _read_balances(
         for name, currency, balance in connection.exec_driver_sql(sql, (chunk,)):
             found[(name, currency)] = from_stored(balance)
     return found
+
+
+def _next_ids(connection: Connection, table: str, count: int) -> list[int]:
+    # Safe without a sequence: BEGIN IMMEDIATE makes this the only writer until commit.
+    # A bare max() (no coalesce around it) is answered from the end of the primary key.
+    last = connection.exec_driver_sql(f"SELECT max(id) FROM {table}").scalar()  # noqa: S608
+    start = int(last or 0) + 1
+    return list(range(start, start + count))
