@@ -34,8 +34,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from . import domain
+from . import directory, domain
 from ._process import paused_gc
+from .directory import NOTHING_SEEN, Seen
 from .domain import (
     Bet,
     ClosedBets,
@@ -119,6 +120,8 @@ class PlaceBets:
     """Place Bet: hold every new entry of one request, all or none."""
 
     request: PlaceRequest
+    # The tournaments and users the payload described, recorded with its effects.
+    seen: Seen = NOTHING_SEEN
 
     @property
     def size(self) -> int:
@@ -135,6 +138,8 @@ class PlaceBets:
                 raise decision
             _write_places(uow, [decision])
             answers.append(decision.answer)
+        # After the decisions: a refused request records nothing (its unit is rolled back).
+        _record_seen(uow, self.seen)
         return domain.merge_placements(answers)
 
     @staticmethod
@@ -148,6 +153,15 @@ class PlaceBets:
         """
         decisions = _decide_places(uow, [command.request for command in commands])
         _write_places(uow, [d for d in decisions if not isinstance(d, LedgerError)])
+        # One upsert per table for the whole group, of the requests that were not refused.
+        _record_seen(
+            uow,
+            directory.merge(
+                command.seen
+                for command, decision in zip(commands, decisions, strict=True)
+                if not isinstance(decision, LedgerError)
+            ),
+        )
         return [d if isinstance(d, LedgerError) else d.answer for d in decisions]
 
 
@@ -163,6 +177,11 @@ def _decide_places(
 def _write_places(uow: UnitOfWork, decisions: Sequence[PlaceDecision]) -> None:
     uow.add_bets([bet for decision in decisions for bet in decision.bets])
     uow.post([d.transaction for d in decisions if d.transaction is not None])
+
+
+def _record_seen(uow: UnitOfWork, seen: Seen) -> None:
+    if seen:
+        uow.record_seen(seen)
 
 
 def _write_closing(uow: UnitOfWork, decision: CloseDecision) -> None:
@@ -181,6 +200,7 @@ class RefundBets:
     items: Sequence[RefundItem]
     reference: str
     scale: Callable[[str], int]
+    seen: Seen = NOTHING_SEEN
 
     @property
     def size(self) -> int:
@@ -196,6 +216,7 @@ class RefundBets:
             _write_closing(uow, decision)
             closed += decision.answer.closed
             unchanged += decision.answer.unchanged
+        _record_seen(uow, self.seen)
         return ClosedBets(closed, unchanged)
 
 
@@ -206,6 +227,7 @@ class SettleBets:
     claims: Sequence[SettleClaim]
     reference: str
     scale: Callable[[str], int]
+    seen: Seen = NOTHING_SEEN
 
     @property
     def size(self) -> int:
@@ -221,6 +243,7 @@ class SettleBets:
             _write_closing(uow, decision)
             closed += decision.answer.closed
             unchanged += decision.answer.unchanged
+        _record_seen(uow, self.seen)
         return ClosedBets(closed, unchanged)
 
 

@@ -41,8 +41,10 @@ __all__ = [
     "metadata",
     "postings",
     "to_stored",
+    "tournaments",
     "transaction_ids",
     "transactions",
+    "users",
 ]
 
 metadata = MetaData()
@@ -190,4 +192,37 @@ bets = Table(
     CheckConstraint("amount >= 0 AND rake >= 0", name="bets_amounts"),
     Index("bets_pool", "pool_uid"),
     Index("bets_user", "user_uid"),
+)
+
+# --- the directory: tournaments and users as the platform describes them (ledger.directory) ---
+#
+# Upserted from every callback payload in the request's own unit of work. Lists page newest
+# first on (first_seen, uid), which never changes once written: a page boundary stays put while
+# the table is being written. Entries per state are counted from ``bets`` on read, never kept
+# in a counter row that every Place Bet would have to update.
+
+tournaments = Table(
+    "tournaments",
+    metadata,
+    Column("uid", BigInteger, primary_key=True, autoincrement=False),
+    Column("name", String(255), nullable=True),
+    Column("currency", String(255), nullable=True),
+    Column("category", String(255), nullable=True),
+    Column("game_type", String(255), nullable=True),
+    Column("status", String(255), nullable=True),
+    Column("estimated_end_time", DateTime(timezone=True), nullable=True),
+    Column("first_seen", DateTime(timezone=True), nullable=False),
+    Column("last_seen", DateTime(timezone=True), nullable=False),
+    Index("tournaments_first_seen", "first_seen", "uid"),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("uid", String(255), primary_key=True),
+    Column("name", String(255), nullable=True),
+    Column("client", String(255), nullable=True),
+    Column("first_seen", DateTime(timezone=True), nullable=False),
+    Column("last_seen", DateTime(timezone=True), nullable=False),
+    Index("users_first_seen", "first_seen", "uid"),
 )
