@@ -30,7 +30,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import views
 from ..contract import check_id, parse_json
-from ..errors import BetNotFound, InvalidRequest
+from ..errors import BetNotFound, InvalidRequest, UserNotFound
 from ..service import Ledger
 from ..settings import Settings
 from ..views import Movement, StatementLine
@@ -97,11 +97,14 @@ def operator_router(runtime: Runtime) -> Router:
     @get(
         "/users/{uid:str}/balances",
         summary="A user's available and held balances",
-        **operator_docs("request.invalid"),
+        **operator_docs("request.invalid", "user.not_found"),
     )
     async def balances(uid: UserId) -> dict[str, Any]:
-        found = await runtime.call(lambda ledger: ledger.balance(uid))
-        return views.balances_dict(uid, found)
+        found = await runtime.call(lambda ledger: ledger.user(uid))
+        if found is None:
+            # Not an empty 200: an unknown user must not look like one with nothing.
+            raise UserNotFound(f"user {uid} is unknown")
+        return views.balances_dict(uid, found.balances or [])
 
     @get(
         "/users/{uid:str}/statement",
@@ -166,6 +169,9 @@ def operator_router(runtime: Runtime) -> Router:
             body["message"] = f"{len(found.problems)} invariant(s) violated"
         return Response(body, status_code=200 if found.ok else 500)
 
+    # Imported here: the directory's module uses this one's helpers.
+    from .directory import directory_handlers
+
     handlers: list[HTTPRouteHandler] = [
         deposit,
         withdrawal,
@@ -174,6 +180,7 @@ def operator_router(runtime: Runtime) -> Router:
         bet,
         report,
         check,
+        *directory_handlers(runtime),
     ]
     return Router(
         path="/admin",
