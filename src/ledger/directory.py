@@ -22,9 +22,8 @@ Standard library only.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, fields, replace
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 __all__ = [
     "LABEL_MAX_LENGTH",
@@ -64,8 +63,11 @@ def end_time(value: Any) -> datetime | None:
     return moment.astimezone(UTC)
 
 
-@dataclass(frozen=True, slots=True)
-class TournamentSeen:
+# NamedTuples rather than frozen dataclasses: one of each is built for every Place Bet, and a
+# NamedTuple is built several times faster.
+
+
+class TournamentSeen(NamedTuple):
     """What one payload said of a tournament; ``None`` where it said nothing."""
 
     uid: int
@@ -77,8 +79,7 @@ class TournamentSeen:
     estimated_end: datetime | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class UserSeen:
+class UserSeen(NamedTuple):
     """What one payload said of a user; ``None`` where it said nothing."""
 
     uid: str
@@ -86,8 +87,7 @@ class UserSeen:
     client: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Seen:
+class Seen(NamedTuple):
     """The tournaments and users one request (or a batch of them) named."""
 
     tournaments: tuple[TournamentSeen, ...] = ()
@@ -110,12 +110,10 @@ def _latest(records: Iterable[S]) -> tuple[S, ...]:
         if known is None:
             found[record.uid] = record
         elif known != record:
-            changed = {
-                field.name: value
-                for field in fields(record)
-                if (value := getattr(record, field.name)) is not None
-            }
-            found[record.uid] = replace(known, **changed)
+            latest = [
+                new if new is not None else old for old, new in zip(known, record, strict=True)
+            ]
+            found[record.uid] = type(record)._make(latest)
     # Sorted: concurrent writers then lock directory rows in the same order.
     return tuple(sorted(found.values(), key=lambda record: record.uid))
 

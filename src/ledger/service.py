@@ -516,30 +516,36 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _seen(pools: Iterable[Pool], users: Iterable[User]) -> Seen:
-    """What a payload said of its tournaments and users, one record per uid (latest wins)."""
+    """What a payload said of its tournaments and users, one record per uid, sorted.
+
+    Within one payload the last description of a uid wins whole (a payload describes a
+    tournament the same way in each of its entries); across payloads the writer merges field
+    by field (:func:`ledger.directory.merge`). Hot: built for every Place Bet, so no merge here.
+    """
     label = directory.label
-    return directory.merge(
-        [
-            Seen(
-                tuple(
-                    TournamentSeen(
-                        uid=pool.uid,
-                        name=label(pool.name),
-                        currency=None if (code := label(pool.currency)) is None else code.upper(),
-                        category=label(pool.category),
-                        game_type=label(pool.game_type),
-                        status=label(pool.status),
-                        estimated_end=directory.end_time(pool.estimated_end_time),
-                    )
-                    for pool in pools
-                ),
-                tuple(
-                    UserSeen(uid=user.uid, name=label(user.name), client=label(user.client))
-                    for user in users
-                ),
-            )
-        ]
+    last_pools = {pool.uid: pool for pool in pools}
+    last_users = {user.uid: user for user in users}
+    tournaments = tuple(
+        TournamentSeen(
+            uid=pool.uid,
+            name=label(pool.name),
+            currency=None if (code := label(pool.currency)) is None else code.upper(),
+            category=label(pool.category),
+            game_type=label(pool.game_type),
+            status=label(pool.status),
+            estimated_end=(
+                None
+                if pool.estimated_end_time is None
+                else directory.end_time(pool.estimated_end_time)
+            ),
+        )
+        for _, pool in sorted(last_pools.items())
     )
+    people = tuple(
+        UserSeen(uid=uid, name=label(user.name), client=label(user.client))
+        for uid, user in sorted(last_users.items())
+    )
+    return Seen(tournaments, people)
 
 
 def _filter_text(value: str | None, name: str) -> str | None:
