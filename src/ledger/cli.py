@@ -296,6 +296,14 @@ def _print_list(
         click.echo(f"next page: --before {page.next}")
 
 
+def _show(data: dict[str, Any], lines: list[str], as_json: bool) -> None:
+    if as_json:
+        emit(data)
+        return
+    for line in lines:
+        click.echo(line)
+
+
 @main.command()
 @db_option
 @click.option("--status", help="Only tournaments whose last status seen is this one.")
@@ -323,11 +331,7 @@ def tournament(db: str, uid: int, as_json: bool) -> None:
         found = book.tournament(uid)
     if found is None:
         fail(TournamentNotFound(f"tournament {uid} is unknown"))
-    if as_json:
-        emit(found.to_dict())
-        return
-    for line in views.tournament_lines(found):
-        click.echo(line)
+    _show(found.to_dict(), views.tournament_lines(found), as_json)
 
 
 @main.command()
@@ -356,11 +360,7 @@ def user(db: str, uid: str, as_json: bool) -> None:
         found = book.user(uid)
     if found is None:
         fail(UserNotFound(f"user {uid} is unknown"))
-    if as_json:
-        emit(found.to_dict())
-        return
-    for line in views.user_lines(found):
-        click.echo(line)
+    _show(found.to_dict(), views.user_lines(found), as_json)
 
 
 @main.command()
