@@ -193,8 +193,7 @@ main.command("withdraw", help="Pay AMOUNT of CURRENCY out of USER's available ba
 def balance(db: str, user: str, currency: str | None, as_json: bool) -> None:
     """Show USER's available and held balances."""
     with opened(db, create=False) as book:
-        if book.user(user) is None:
-            fail(UserNotFound(f"user {user} is unknown"))
+        book.require_user(user)
         balances = book.balance(user, currency)
     if as_json:
         emit(views.balances_dict(user, balances))
@@ -220,6 +219,7 @@ def statement(
 ) -> None:
     """Show USER's movements, newest first, a page at a time."""
     with opened(db, create=False) as book:
+        book.require_user(user)
         lines = book.statement(user, currency, limit=limit, before=before)
     next_page = views.next_before(lines, limit)
     if as_json:

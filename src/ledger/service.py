@@ -33,7 +33,7 @@ from .contract import (
 from .currencies import CurrencyTable
 from .directory import Seen, TournamentSeen, UserSeen
 from .domain import ClosedBets, Entry, PlacedBets, PlaceRequest, RefundItem, SettleClaim
-from .errors import InvalidRequest, LedgerError
+from .errors import InvalidRequest, LedgerError, UserNotFound
 from .money import from_minor, parse_decimal, render, to_minor
 from .paging import DEFAULT_LIMIT, Page, check_limit, page_of, position
 from .stores import (
@@ -480,6 +480,13 @@ class Ledger:
         if found is None:
             return None
         return _user_view(found, self.balance(uid))
+
+    def require_user(self, uid: str) -> None:
+        """Raise ``user.not_found`` (404) unless a payload named the user or they hold an
+        account: an unknown user must not look like one with nothing."""
+        uid = check_user(uid)
+        if self._read(lambda uow: uow.user(uid)) is None:
+            raise UserNotFound(f"user {uid} is unknown")
 
     def bets(
         self,

@@ -105,6 +105,7 @@ def test_the_bet_and_tournament_views_show_names_and_postings(url: str) -> None:
     [
         (("user", "ghost"), "user.not_found"),
         (("balance", "ghost"), "user.not_found"),
+        (("statement", "ghost"), "user.not_found"),
         (("tournament", "404"), "tournament.not_found"),
         (("bet", "404"), "bet.not_found"),
         (("tournaments", "--before", "garbage"), "request.invalid_cursor"),

@@ -135,6 +135,7 @@ def test_csv_exports_every_page_of_a_list(
     [
         ("/admin/users/ghost", "user.not_found"),
         ("/admin/users/ghost/balances", "user.not_found"),
+        ("/admin/users/ghost/statement", "user.not_found"),
         ("/admin/tournaments/404", "tournament.not_found"),
         ("/admin/bets/404", "bet.not_found"),
     ],

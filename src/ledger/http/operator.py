@@ -109,7 +109,7 @@ def operator_router(runtime: Runtime) -> Router:
     @get(
         "/users/{uid:str}/statement",
         summary="A user's movements, newest first, paginated",
-        **operator_docs("request.invalid"),
+        **operator_docs("request.invalid", "user.not_found"),
     )
     async def statement(
         uid: UserId,
@@ -124,6 +124,7 @@ def operator_router(runtime: Runtime) -> Router:
             check_id(before, "before")
 
         def read(ledger: Ledger) -> list[StatementLine]:
+            ledger.require_user(uid)
             return ledger.statement(uid, currency, limit=limit, before=before)
 
         lines = await runtime.call(read)
