@@ -24,8 +24,8 @@ import click
 from . import views
 from .currencies import CurrencyTable
 from .deliveries import DEFAULT_RETENTION_DAYS, DeliveryFilter
-from .errors import LedgerError
-from .paging import DEFAULT_LIMIT, EXPORT_PAGE, csv_lines, every
+from .errors import BetNotFound, LedgerError, TournamentNotFound, UserNotFound
+from .paging import DEFAULT_LIMIT, EXPORT_PAGE, MAX_LIMIT, Page, csv_lines, every
 from .service import Ledger, open_ledger
 
 __all__ = ["main"]
@@ -69,7 +69,7 @@ def opened(db: str, *, migrate: bool | None = None, create: bool = True) -> Iter
         book.close()
 
 
-def fail(error: Exception) -> Any:
+def fail(error: Exception) -> NoReturn:
     key = error.key if isinstance(error, LedgerError) else "usage"
     message = error.message if isinstance(error, LedgerError) else str(error)
     click.echo(f"error: {key}: {message}", err=True)
@@ -195,6 +195,7 @@ main.command("withdraw", help="Pay AMOUNT of CURRENCY out of USER's available ba
 def balance(db: str, user: str, currency: str | None, as_json: bool) -> None:
     """Show USER's available and held balances."""
     with opened(db, create=False) as book:
+        book.require_user(user)
         balances = book.balance(user, currency)
     if as_json:
         emit(views.balances_dict(user, balances))
@@ -220,6 +221,7 @@ def statement(
 ) -> None:
     """Show USER's movements, newest first, a page at a time."""
     with opened(db, create=False) as book:
+        book.require_user(user)
         lines = book.statement(user, currency, limit=limit, before=before)
     next_page = views.next_before(lines, limit)
     if as_json:
@@ -240,12 +242,147 @@ def bet(db: str, bet_uid: int, as_json: bool) -> None:
     with opened(db, create=False) as book:
         found = book.bet(bet_uid)
     if found is None:
-        click.echo(f"error: bet.not_found: bet {bet_uid} is unknown", err=True)
-        sys.exit(1)
+        fail(BetNotFound(f"bet {bet_uid} is unknown"))
     if as_json:
         emit(found.to_dict())
     else:
         click.echo(views.bet_text(found))
+
+
+# --- the directory: tournaments, users, bets (ledger.directory) ---------------------------------
+
+
+def _list_options(function: F) -> F:
+    """``--limit``, ``--before`` and ``--json|--csv``, shared by every list command."""
+    for option in reversed(
+        [
+            click.option(
+                "--limit",
+                default=DEFAULT_LIMIT,
+                show_default=True,
+                type=click.IntRange(1, MAX_LIMIT),
+            ),
+            click.option("--before", help="The cursor the previous page printed."),
+            click.option("--json", "as_json", is_flag=True, help="Print one page as JSON."),
+            click.option(
+                "--csv", "as_csv", is_flag=True, help="Print every page (from --before) as CSV."
+            ),
+        ]
+    ):
+        function = option(function)
+    return function
+
+
+def _print_list(
+    name: str,
+    read: Callable[[str | None, int], Page[Any]],
+    options: dict[str, Any],
+    columns: tuple[str, ...],
+    row_text: Callable[[Any], str],
+) -> None:
+    if options["as_json"] and options["as_csv"]:
+        fail(ValueError("--json and --csv exclude each other"))
+    if options["as_csv"]:
+        # Page by page as it prints: a whole export never sits in memory.
+        rows = every(lambda after: read(after or options["before"], EXPORT_PAGE))
+        for chunk in csv_lines((item.to_dict() for item in rows), columns):
+            click.echo(chunk, nl=False)
+        return
+    page = read(options["before"], options["limit"])
+    if options["as_json"]:
+        emit({name: [item.to_dict() for item in page.items], "next": page.next})
+        return
+    for item in page.items:
+        click.echo(row_text(item))
+    if page.next is not None:
+        click.echo(f"next page: --before {page.next}")
+
+
+def _show(data: dict[str, Any], lines: list[str], as_json: bool) -> None:
+    if as_json:
+        emit(data)
+        return
+    for line in lines:
+        click.echo(line)
+
+
+@main.command()
+@db_option
+@click.option("--status", help="Only tournaments whose last status seen is this one.")
+@click.option("--search", help="Case-insensitive substring of the name or the uid.")
+@_list_options
+def tournaments(db: str, status: str | None, search: str | None, **options: Any) -> None:
+    """List tournaments as the platform described them, newest first."""
+    with opened(db, create=False) as book:
+        _print_list(
+            "tournaments",
+            lambda before, limit: book.tournaments(status, search, limit=limit, before=before),
+            options,
+            views.TOURNAMENT_COLUMNS,
+            views.tournament_row_text,
+        )
+
+
+@main.command()
+@db_option
+@click.argument("uid", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def tournament(db: str, uid: int, as_json: bool) -> None:
+    """Show tournament UID with its report per currency."""
+    with opened(db, create=False) as book:
+        found = book.tournament(uid)
+    if found is None:
+        fail(TournamentNotFound(f"tournament {uid} is unknown"))
+    _show(found.to_dict(), views.tournament_lines(found), as_json)
+
+
+@main.command()
+@db_option
+@click.option("--search", help="Case-insensitive substring of the uid or the name.")
+@_list_options
+def users(db: str, search: str | None, **options: Any) -> None:
+    """List users as the platform described them, newest first."""
+    with opened(db, create=False) as book:
+        _print_list(
+            "users",
+            lambda before, limit: book.users(search, limit=limit, before=before),
+            options,
+            views.USER_COLUMNS,
+            views.user_row_text,
+        )
+
+
+@main.command()
+@db_option
+@click.argument("uid")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def user(db: str, uid: str, as_json: bool) -> None:
+    """Show user UID with their balances."""
+    with opened(db, create=False) as book:
+        found = book.user(uid)
+    if found is None:
+        fail(UserNotFound(f"user {uid} is unknown"))
+    _show(found.to_dict(), views.user_lines(found), as_json)
+
+
+@main.command()
+@db_option
+@click.option("--user", help="Only this user's bets.")
+@click.option("--pool", type=int, help="Only this tournament's bets.")
+@click.option(
+    "--state", type=click.Choice(["placed", "refunded", "settled"]), help="Only this state."
+)
+@_list_options
+def bets(db: str, user: str | None, pool: int | None, state: str | None, **options: Any) -> None:
+    """List bets, highest uid first."""
+    with opened(db, create=False) as book:
+        _print_list(
+            "bets",
+            lambda before, limit: book.bets(user, pool, state, limit=limit, before=before),
+            options,
+            views.BET_COLUMNS,
+            views.bet_row_text,
+        )
 
 
 @main.command()

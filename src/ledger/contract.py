@@ -206,12 +206,35 @@ class _Model(Struct, frozen=True, gc=False):
     pass
 
 
+Label = Annotated[
+    Any,
+    Meta(
+        description=(
+            "Informational text, recorded for the operator (ledger.directory): stored when a "
+            "NUL-free string, cut to 255 characters; never a reason to refuse the request."
+        )
+    ),
+]
+"""A descriptive field the money never depends on: any JSON value is accepted here, and
+:func:`ledger.directory.label` keeps only a usable string (a malformed name must not block a
+payout)."""
+
+
 class User(_Model, frozen=True):
     uid: UserUid
+    name: Label = None
+    client: Label = None
 
 
 class Pool(_Model, frozen=True):
     uid: Id
+    # What the platform says of the tournament (contract section 2.3), for the directory.
+    name: Label = None
+    currency: Label = None
+    category: Label = None
+    game_type: Label = msgspec.field(default=None, name="gameType")
+    status: Label = None
+    estimated_end_time: Label = msgspec.field(default=None, name="estimatedEndTime")
 
 
 class PlaceBet(_Model, frozen=True):

@@ -27,10 +27,12 @@ __all__ = [
     "SchemaNotReady",
     "StoreBusy",
     "StoreUnavailable",
+    "TournamentNotFound",
     "Unauthorized",
     "UnbalancedTransaction",
     "UnknownCurrency",
     "UnsupportedMediaType",
+    "UserNotFound",
 ]
 
 
@@ -123,6 +125,20 @@ class BetNotFound(LedgerError):
     """A refund or settle names a bet the ledger never held."""
 
     key = "bet.not_found"
+    status = 404
+
+
+class UserNotFound(LedgerError):
+    """An operator asked about a user no payload named and no account holds."""
+
+    key = "user.not_found"
+    status = 404
+
+
+class TournamentNotFound(LedgerError):
+    """An operator asked about a tournament no payload and no bet named."""
+
+    key = "tournament.not_found"
     status = 404
 
 

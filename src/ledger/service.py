@@ -8,20 +8,22 @@ of work of their own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from threading import Lock
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from . import domain
+from . import directory, domain
 from ._process import new_reference
 from .contract import (
     PlaceBetsRequest,
+    Pool,
     RefundRequest,
     SettleRequest,
+    User,
     check_currency,
     check_id,
     check_text,
@@ -30,12 +32,31 @@ from .contract import (
 )
 from .currencies import CurrencyTable
 from .deliveries import Delivery, DeliveryFilter, DeliveryRecord, retention_cutoff
-from .domain import Bet, ClosedBets, Entry, PlacedBets, PlaceRequest, RefundItem, SettleClaim
-from .errors import InvalidRequest, LedgerError
+from .directory import Seen, TournamentSeen, UserSeen
+from .domain import ClosedBets, Entry, PlacedBets, PlaceRequest, RefundItem, SettleClaim
+from .errors import InvalidRequest, LedgerError, UserNotFound
 from .money import from_minor, parse_decimal, render, to_minor
 from .paging import DEFAULT_LIMIT, Page, check_limit, page_of, position
-from .stores import CheckReport, Store, UnitOfWork, open_store
-from .views import Balance, BetView, Movement, PoolReport, StatementLine
+from .stores import (
+    BetRecord,
+    CheckReport,
+    PostingRecord,
+    Store,
+    TournamentRecord,
+    UnitOfWork,
+    UserRecord,
+    open_store,
+)
+from .views import (
+    Balance,
+    BetPosting,
+    BetView,
+    Movement,
+    PoolReport,
+    StatementLine,
+    TournamentView,
+    UserView,
+)
 from .writer import (
     Command,
     DirectWriter,
@@ -210,7 +231,8 @@ class Ledger:
                     request_uuid=item.bet.uuid,
                 )
             )
-        return PlaceBets(PlaceRequest(entries, new_reference()), delivery)
+        seen = _seen([item.pool for item in request.bets], [item.user for item in request.bets])
+        return PlaceBets(PlaceRequest(entries, new_reference()), delivery, seen)
 
     def refund(self, payload: RefundRequest | Payload) -> ClosedBets:
         """Refund Bet and Refund Tournament: reverse each named bet's hold exactly once."""
@@ -238,7 +260,11 @@ class Ledger:
             for pool in request.pools
             for part in pool.bets
         ]
-        return RefundBets(items, new_reference(), self.currencies.scale, delivery)
+        seen = _seen(
+            [pool.pool for pool in request.pools],
+            [part.user for pool in request.pools for part in pool.bets],
+        )
+        return RefundBets(items, new_reference(), self.currencies.scale, delivery, seen)
 
     def settle(self, payload: SettleRequest | Payload) -> ClosedBets:
         """Settle Bet: capture each hold and credit positive payouts, each bet exactly once."""
@@ -266,7 +292,11 @@ class Ledger:
             for pool in request.pools
             for part in pool.bets
         ]
-        return SettleBets(claims, new_reference(), self.currencies.scale, delivery)
+        seen = _seen(
+            [pool.pool for pool in request.pools],
+            [part.user for pool in request.pools for part in pool.bets],
+        )
+        return SettleBets(claims, new_reference(), self.currencies.scale, delivery, seen)
 
     # --- reads ----------------------------------------------------------------------------------
 
@@ -321,20 +351,31 @@ class Ledger:
         ]
 
     def bet(self, uid: int) -> BetView | None:
-        """The recorded bet, or ``None``."""
+        """The recorded bet with its user's and tournament's names and its postings, or
+        ``None``."""
         uid = check_id(uid, "bet uid")
 
         def read(
             uow: UnitOfWork,
-        ) -> tuple[Bet | None, tuple[datetime, datetime | None] | None, list[DeliveryRecord]]:
-            # The times are a read of their own: get_bets serves the write path and stays lean.
+        ) -> tuple[BetRecord | None, list[PostingRecord], list[DeliveryRecord]]:
+            found = uow.bet(uid)
+            if found is None:
+                return None, [], []
             named = uow.deliveries(DeliveryFilter(bet=uid), BET_DELIVERIES, None)
-            return uow.get_bets([uid]).get(uid), uow.bet_times(uid), named
+            return found, uow.bet_postings(found), named
 
-        found, times, named = self._read(read)
+        found, legs, named = self._read(read)
         if found is None:
             return None
-        placed_at, closed_at = times or (None, None)
+        return self._bet_view(found, [self._posting(leg) for leg in legs], named)
+
+    def _bet_view(
+        self,
+        record: BetRecord,
+        postings: list[BetPosting] | None = None,
+        deliveries: Sequence[DeliveryRecord] = (),
+    ) -> BetView:
+        found = record.bet
         return BetView(
             uid=found.uid,
             user=found.user,
@@ -351,9 +392,24 @@ class Ledger:
             ),
             payout_currency=found.payout_currency,
             secrets=dict(found.secrets),
-            placed_at=placed_at,
-            closed_at=closed_at,
-            deliveries=tuple(named),
+            placed_at=record.placed_at,
+            closed_at=record.closed_at,
+            user_name=record.user_name,
+            pool_name=record.pool_name,
+            postings=postings,
+            deliveries=tuple(deliveries),
+        )
+
+    def _posting(self, leg: PostingRecord) -> BetPosting:
+        return BetPosting(
+            id=leg.id,
+            created_at=leg.created_at,
+            account=leg.account,
+            currency=leg.currency,
+            amount=self._decimal(leg.amount, leg.currency),
+            kind=leg.kind,
+            reference=leg.reference,
+            transaction_id=leg.transaction_id,
         )
 
     def pool_report(self, pool_uid: int) -> PoolReport:
@@ -447,6 +503,94 @@ class Ledger:
             if gone < batch:
                 return total
 
+    # --- the directory: tournaments, users, bets (ledger.directory) ----------------------------
+
+    def tournaments(
+        self,
+        status: str | None = None,
+        search: str | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        before: str | None = None,
+    ) -> Page[TournamentView]:
+        """Tournaments, newest first (by when the ledger first saw them), a page at a time.
+
+        ``status``: only those whose last status seen is this one; ``search``: a
+        case-insensitive substring of the name or of the uid. ``before``: the previous page's
+        ``next`` cursor.
+        """
+        status = _filter_text(status, "status")
+        search = _filter_text(search, "q")
+        limit = check_limit(limit)
+        key = position(before, str, int)
+        after = None if key is None else (_cursor_time(key[0]), int(key[1]))
+        rows = self._read(lambda uow: uow.tournaments(status, search, limit + 1, after))
+        page = page_of(rows, limit, lambda row: (timestamp_key(row.first_seen), row.uid))
+        return Page([_tournament_view(row) for row in page.items], page.next)
+
+    def tournament(self, uid: int) -> TournamentView | None:
+        """The tournament with its report per currency, or ``None`` when no payload and no bet
+        named it."""
+        uid = check_id(uid, "pool uid")
+        found = self._read(lambda uow: uow.tournament(uid))
+        if found is None:
+            return None
+        return _tournament_view(found, self.pool_report(uid))
+
+    def users(
+        self, search: str | None = None, *, limit: int = DEFAULT_LIMIT, before: str | None = None
+    ) -> Page[UserView]:
+        """Users the payloads described, newest first, a page at a time.
+
+        ``search``: a case-insensitive substring of the uid or of the name.
+        """
+        search = _filter_text(search, "q")
+        limit = check_limit(limit)
+        key = position(before, str, str)
+        after = None if key is None else (_cursor_time(key[0]), str(key[1]))
+        rows = self._read(lambda uow: uow.users(search, limit + 1, after))
+        # Every listed user has a first_seen: only users known by an account alone lack one,
+        # and those are not in the list.
+        page = page_of(rows, limit, lambda row: (timestamp_key(row.first_seen or _EPOCH), row.uid))
+        return Page([_user_view(row) for row in page.items], page.next)
+
+    def user(self, uid: str) -> UserView | None:
+        """The user with their balances; ``None`` unless a payload named them or they hold an
+        account (a deposit creates one)."""
+        uid = check_user(uid)
+        found = self._read(lambda uow: uow.user(uid))
+        if found is None:
+            return None
+        return _user_view(found, self.balance(uid))
+
+    def require_user(self, uid: str) -> None:
+        """Raise ``user.not_found`` (404) unless a payload named the user or they hold an
+        account: an unknown user must not look like one with nothing."""
+        uid = check_user(uid)
+        if self._read(lambda uow: uow.user(uid)) is None:
+            raise UserNotFound(f"user {uid} is unknown")
+
+    def bets(
+        self,
+        user: str | None = None,
+        pool: int | None = None,
+        state: str | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        before: str | None = None,
+    ) -> Page[BetView]:
+        """Bets by uid, highest first, filtered by user, tournament and state, a page at a time."""
+        user = None if user is None else check_user(user)
+        pool = None if pool is None else check_id(pool, "pool")
+        if state is not None and state not in _STATES:
+            raise InvalidRequest(f"state: expected one of {', '.join(_STATES)}")
+        limit = check_limit(limit)
+        key = position(before, int)
+        after = None if key is None else int(key[0])
+        rows = self._read(lambda uow: uow.bets(user, pool, state, limit + 1, after))
+        page = page_of(rows, limit, lambda row: (row.bet.uid,))
+        return Page([self._bet_view(row) for row in page.items], page.next)
+
     def check(self) -> CheckReport:
         """Verify the journal's invariants (DESIGN section 4) over the whole database."""
         return self._read(lambda uow: uow.check())
@@ -457,18 +601,93 @@ class Ledger:
 
 
 def _delivery_key(row: DeliveryRecord) -> tuple[str, int]:
-    return (row.received_at.isoformat(), row.id or 0)
+    return (timestamp_key(row.received_at), row.id or 0)
 
 
 def _delivery_position(before: str | None) -> tuple[datetime, int] | None:
     key = position(before, str, int)
-    if key is None:
-        return None
-    moment, last_id = key
+    return None if key is None else (_cursor_time(key[0]), int(key[1]))
+
+
+_STATES = tuple(state.value for state in domain.BetState)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _seen(pools: Iterable[Pool], users: Iterable[User]) -> Seen:
+    """What a payload said of its tournaments and users, one record per uid, sorted.
+
+    Within one payload the last description of a uid wins whole (a payload describes a
+    tournament the same way in each of its entries); across payloads the writer merges field
+    by field (:func:`ledger.directory.merge`). Hot: built for every Place Bet, so no merge here.
+    """
+    label = directory.label
+    last_pools = {pool.uid: pool for pool in pools}
+    last_users = {user.uid: user for user in users}
+    tournaments = tuple(
+        TournamentSeen(
+            uid=pool.uid,
+            name=label(pool.name),
+            currency=None if (code := label(pool.currency)) is None else code.upper(),
+            category=label(pool.category),
+            game_type=label(pool.game_type),
+            status=label(pool.status),
+            estimated_end=(
+                None
+                if pool.estimated_end_time is None
+                else directory.end_time(pool.estimated_end_time)
+            ),
+        )
+        for _, pool in sorted(last_pools.items())
+    )
+    people = tuple(
+        UserSeen(uid=uid, name=label(user.name), client=label(user.client))
+        for uid, user in sorted(last_users.items())
+    )
+    return Seen(tournaments, people)
+
+
+def _filter_text(value: str | None, name: str) -> str | None:
+    return None if value is None or value == "" else check_text(value, name)
+
+
+def timestamp_key(moment: datetime) -> str:
+    """A stored timestamp as a cursor part: ISO 8601 in UTC (SQLite hands back naive UTC)."""
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC).isoformat()
+
+
+def _cursor_time(text: int | str) -> datetime:
     try:
-        return datetime.fromisoformat(str(moment)), int(last_id)
+        moment = datetime.fromisoformat(str(text))
     except ValueError:
         raise InvalidRequest("not a cursor this API gave", key="request.invalid_cursor") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _tournament_view(row: TournamentRecord, report: PoolReport | None = None) -> TournamentView:
+    return TournamentView(
+        uid=row.uid,
+        name=row.name,
+        currency=row.currency,
+        category=row.category,
+        game_type=row.game_type,
+        status=row.status,
+        estimated_end_time=row.estimated_end_time,
+        first_seen=row.first_seen,
+        last_seen=row.last_seen,
+        entries=row.entries,
+        report=report,
+    )
+
+
+def _user_view(row: UserRecord, balances: list[Balance] | None = None) -> UserView:
+    return UserView(
+        uid=row.uid,
+        name=row.name,
+        client=row.client,
+        first_seen=row.first_seen,
+        last_seen=row.last_seen,
+        balances=balances,
+    )
 
 
 def open_ledger(

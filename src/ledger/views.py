@@ -21,15 +21,22 @@ if TYPE_CHECKING:
     from .stores import CheckReport
 
 __all__ = [
+    "BET_COLUMNS",
     "DELIVERY_COLUMNS",
+    "TOURNAMENT_COLUMNS",
+    "USER_COLUMNS",
     "Balance",
+    "BetPosting",
     "BetView",
     "Movement",
     "PoolReport",
     "StatementLine",
+    "TournamentView",
+    "UserView",
     "amount_text",
     "balance_lines",
     "balances_dict",
+    "bet_row_text",
     "bet_text",
     "check_dict",
     "check_lines",
@@ -41,6 +48,10 @@ __all__ = [
     "statement_dict",
     "statement_line_text",
     "timestamp_text",
+    "tournament_lines",
+    "tournament_row_text",
+    "user_lines",
+    "user_row_text",
 ]
 
 
@@ -127,6 +138,11 @@ class BetView:
     closed_at: datetime | None = None
     # The deliveries that named the bet (journal rows), newest first.
     deliveries: Sequence[DeliveryRecord] = ()
+    # The names the platform gave the user and the tournament (ledger.directory), and the
+    # bet's legs on the user's accounts: filled by the single-bet view, not by lists.
+    user_name: str | None = None
+    pool_name: str | None = None
+    postings: Sequence[BetPosting] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -153,6 +169,39 @@ class BetView:
                 }
                 for item in self.deliveries
             ],
+            "user_name": self.user_name,
+            "pool_name": self.pool_name,
+            **(
+                {}
+                if self.postings is None
+                else {"postings": [posting.to_dict() for posting in self.postings]}
+            ),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BetPosting:
+    """One leg of a bet on its user's available or held balance."""
+
+    id: int
+    created_at: datetime
+    account: str
+    currency: str
+    amount: Decimal
+    kind: str
+    reference: str | None
+    transaction_id: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "created_at": timestamp_text(self.created_at),
+            "account": self.account,
+            "currency": self.currency,
+            "amount": amount_text(self.amount),
+            "kind": self.kind,
+            "reference": self.reference,
+            "transaction_id": self.transaction_id,
         }
 
 
@@ -299,16 +348,24 @@ def bet_text(bet: BetView) -> str:
     )
     placed = f", placed {timestamp_text(bet.placed_at)}" if bet.placed_at is not None else ""
     closed = f", closed {timestamp_text(bet.closed_at)}" if bet.closed_at is not None else ""
-    named = "".join(
+    user = f"{bet.user} ({bet.user_name})" if bet.user_name else bet.user
+    pool = f"{bet.pool_uid} ({bet.pool_name})" if bet.pool_name else str(bet.pool_uid)
+    text = (
+        f"bet {bet.uid}: {bet.state}, user {user}, pool {pool}, "
+        f"{amount_text(bet.amount)} + rake {amount_text(bet.rake)} {bet.currency} "
+        f"({bet.funding}){payout}{placed}{closed}"
+    )
+    legs = [
+        f"\n  {timestamp_text(leg.created_at)}  {leg.kind:<10} {leg.account:<9} "
+        f"{amount_text(leg.amount):>14} {leg.currency}"
+        for leg in bet.postings or []
+    ]
+    named = [
         f"\n  delivery {item.request_id or '-'} {item.event} {item.status}"
         f"{' ' + item.error if item.error else ''} at {timestamp_text(item.received_at)}"
         for item in bet.deliveries
-    )
-    return (
-        f"bet {bet.uid}: {bet.state}, user {bet.user}, pool {bet.pool_uid}, "
-        f"{amount_text(bet.amount)} + rake {amount_text(bet.rake)} {bet.currency} "
-        f"({bet.funding}){payout}{placed}{closed}{named}"
-    )
+    ]
+    return text + "".join(legs) + "".join(named)
 
 
 def delivery_text(item: DeliveryRecord) -> str:
@@ -329,3 +386,159 @@ def check_lines(report: CheckReport) -> list[str]:
         f"{verdict}: {report.transactions} transactions, {report.postings} postings, "
         f"{report.accounts} accounts, {report.bets} bets",
     ]
+
+
+# --- the directory: tournaments, users and bet lists (ledger.directory) --------------------------
+
+
+def _stamp(moment: datetime | None) -> str | None:
+    return None if moment is None else timestamp_text(moment)
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentView:
+    """A tournament as the platform described it, with its entries per state; the single view
+    adds the report per currency (:class:`PoolReport`)."""
+
+    uid: int
+    name: str | None
+    currency: str | None
+    category: str | None
+    game_type: str | None
+    status: str | None
+    estimated_end_time: datetime | None
+    first_seen: datetime
+    last_seen: datetime
+    entries: Mapping[str, int]
+    report: PoolReport | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        answer: dict[str, Any] = {
+            "uid": self.uid,
+            "name": self.name,
+            "currency": self.currency,
+            "category": self.category,
+            "game_type": self.game_type,
+            "status": self.status,
+            "estimated_end_time": _stamp(self.estimated_end_time),
+            "first_seen": timestamp_text(self.first_seen),
+            "last_seen": timestamp_text(self.last_seen),
+            "entries": dict(self.entries),
+        }
+        if self.report is not None:
+            answer["currencies"] = self.report.currencies
+        return answer
+
+
+@dataclass(frozen=True, slots=True)
+class UserView:
+    """A user as the platform described it (nothing, for one known by a deposit only); the
+    single view adds the balances."""
+
+    uid: str
+    name: str | None
+    client: str | None
+    first_seen: datetime | None
+    last_seen: datetime | None
+    balances: Sequence[Balance] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        answer: dict[str, Any] = {
+            "uid": self.uid,
+            "name": self.name,
+            "client": self.client,
+            "first_seen": _stamp(self.first_seen),
+            "last_seen": _stamp(self.last_seen),
+        }
+        if self.balances is not None:
+            answer["balances"] = [balance.to_dict() for balance in self.balances]
+        return answer
+
+
+# CSV columns of each export: the list item's JSON keys, nested values as JSON text.
+TOURNAMENT_COLUMNS = (
+    "uid",
+    "name",
+    "currency",
+    "category",
+    "game_type",
+    "status",
+    "estimated_end_time",
+    "first_seen",
+    "last_seen",
+    "entries",
+)
+USER_COLUMNS = ("uid", "name", "client", "first_seen", "last_seen")
+BET_COLUMNS = (
+    "uid",
+    "user",
+    "user_name",
+    "pool_uid",
+    "pool_name",
+    "currency",
+    "amount",
+    "rake",
+    "funding",
+    "state",
+    "payout",
+    "payout_currency",
+    "placed_at",
+    "closed_at",
+)
+
+
+def _or_dash(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def tournament_row_text(item: TournamentView) -> str:
+    entries = ", ".join(f"{state} {count}" for state, count in item.entries.items()) or "none"
+    return (
+        f"{item.uid}  {_or_dash(item.name)}  {_or_dash(item.currency)}  "
+        f"status {_or_dash(item.status)}  entries: {entries}"
+    )
+
+
+def tournament_lines(item: TournamentView) -> list[str]:
+    lines = [
+        f"tournament {item.uid}: {_or_dash(item.name)}",
+        f"  currency {_or_dash(item.currency)}, category {_or_dash(item.category)}, "
+        f"game type {_or_dash(item.game_type)}, status {_or_dash(item.status)}",
+        f"  estimated end {_or_dash(_stamp(item.estimated_end_time))}",
+        f"  first seen {timestamp_text(item.first_seen)}, "
+        f"last seen {timestamp_text(item.last_seen)}",
+    ]
+    for found in item.report.currencies if item.report is not None else []:
+        states = ", ".join(f"{state} {count}" for state, count in found["by_state"].items())
+        payouts = ", ".join(f"{amount} {cur}" for cur, amount in found["payouts"].items())
+        lines.append(
+            f"  {found['currency']}: {found['entries']} entries ({states}), stakes "
+            f"{found['stakes']}, rake {found['rake']}, payouts {payouts or 'none'}, "
+            f"open holds {found['open_holds']}"
+        )
+    return lines
+
+
+def user_row_text(item: UserView) -> str:
+    return (
+        f"{item.uid}  {_or_dash(item.name)}  client {_or_dash(item.client)}  "
+        f"last seen {_or_dash(_stamp(item.last_seen))}"
+    )
+
+
+def user_lines(item: UserView) -> list[str]:
+    lines = [
+        f"user {item.uid}: {_or_dash(item.name)}, client {_or_dash(item.client)}",
+        f"  first seen {_or_dash(_stamp(item.first_seen))}, "
+        f"last seen {_or_dash(_stamp(item.last_seen))}",
+    ]
+    lines += [f"  {line}" for line in balance_lines(item.uid, item.balances or [])]
+    return lines
+
+
+def bet_row_text(bet: BetView) -> str:
+    payout = "" if bet.payout is None else f"  payout {amount_text(bet.payout)}"
+    return (
+        f"{bet.uid}  {bet.state:<8}  user {bet.user}  pool {bet.pool_uid}  "
+        f"{amount_text(bet.amount)} + {amount_text(bet.rake)} {bet.currency}{payout}"
+    )

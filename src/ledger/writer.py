@@ -35,9 +35,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
-from . import domain
+from . import directory, domain
 from ._process import paused_gc
 from .deliveries import Delivery, DeliveryRecord, answered_uids
+from .directory import NOTHING_SEEN, Seen
 from .domain import (
     Bet,
     ClosedBets,
@@ -125,6 +126,8 @@ class PlaceBets:
     request: PlaceRequest
     # The delivery it came in (None: not journalled): its 200 row is written with its effects.
     delivery: Delivery | None = None
+    # The tournaments and users the payload described, recorded with its effects.
+    seen: Seen = NOTHING_SEEN
 
     @property
     def size(self) -> int:
@@ -142,6 +145,8 @@ class PlaceBets:
             _write_places(uow, [decision])
             answers.append(decision.answer)
         placed = domain.merge_placements(answers)
+        # After the decisions: a refused request records nothing (its unit is rolled back).
+        _record_seen(uow, self.seen)
         _journal(uow, [(self.delivery, placed)])
         return placed
 
@@ -157,15 +162,15 @@ class PlaceBets:
         decisions = _decide_places(uow, [command.request for command in commands])
         _write_places(uow, [d for d in decisions if not isinstance(d, LedgerError)])
         outcomes = [d if isinstance(d, LedgerError) else d.answer for d in decisions]
+        accepted = [
+            (command, outcome)
+            for command, outcome in zip(commands, outcomes, strict=True)
+            if not isinstance(outcome, LedgerError)
+        ]
+        # One upsert per table for the whole group, of the requests that were not refused.
+        _record_seen(uow, directory.merge(command.seen for command, _ in accepted))
         # Only the accepted ones are journalled here; refusals are recorded after the fact.
-        _journal(
-            uow,
-            [
-                (command.delivery, outcome)
-                for command, outcome in zip(commands, outcomes, strict=True)
-                if not isinstance(outcome, LedgerError)
-            ],
-        )
+        _journal(uow, [(command.delivery, outcome) for command, outcome in accepted])
         return outcomes
 
 
@@ -198,6 +203,11 @@ def _journal(
         uow.record_deliveries(records)
 
 
+def _record_seen(uow: UnitOfWork, seen: Seen) -> None:
+    if seen:
+        uow.record_seen(seen)
+
+
 def _write_closing(uow: UnitOfWork, decision: CloseDecision) -> None:
     uow.close_bets(decision.bets)
     if decision.transaction is not None:
@@ -215,6 +225,7 @@ class RefundBets:
     reference: str
     scale: Callable[[str], int]
     delivery: Delivery | None = None
+    seen: Seen = NOTHING_SEEN
 
     @property
     def size(self) -> int:
@@ -231,6 +242,7 @@ class RefundBets:
             closed += decision.answer.closed
             unchanged += decision.answer.unchanged
         result = ClosedBets(closed, unchanged)
+        _record_seen(uow, self.seen)
         _journal(uow, [(self.delivery, result)])
         return result
 
@@ -243,6 +255,7 @@ class SettleBets:
     reference: str
     scale: Callable[[str], int]
     delivery: Delivery | None = None
+    seen: Seen = NOTHING_SEEN
 
     @property
     def size(self) -> int:
@@ -259,6 +272,7 @@ class SettleBets:
             closed += decision.answer.closed
             unchanged += decision.answer.unchanged
         result = ClosedBets(closed, unchanged)
+        _record_seen(uow, self.seen)
         _journal(uow, [(self.delivery, result)])
         return result
 

@@ -198,7 +198,9 @@ def test_callbacks_refuse_everything_when_no_secret_is_configured(tmp_path: Path
 
 def test_operator_api_accepts_the_operator_token(client: TestClient[Any]) -> None:
     response = client.get("/admin/users/u1/balances", headers=OPERATOR_HEADERS)
-    assert response.status_code == 200
+    # Past the guard: the answer is about the user (unknown here), not about the token.
+    assert response.status_code == 404
+    assert response.json()["error"] == "user.not_found"
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from sqlalchemy import create_engine, inspect, text
 import ledger
 from ledger.stores.migrations import current_revision, head_revision, upgrade
 from ledger.stores.postgres import normalize_url
-from ledger.stores.schema import metadata
+from ledger.stores.schema import bets, metadata
 
 
 def test_migrated_database_matches_the_schema_metadata(store_url: str) -> None:
@@ -115,3 +116,64 @@ def test_upgrade_to_0002_keeps_every_amount_and_repairs_overflowed_balances(
         finally:
             engine.dispose()
         assert {kind for (kind,) in kinds} == {"text"}  # 9.3e18 is beyond 64 bits: exact text
+
+
+def test_upgrade_to_0004_backfills_tournaments_and_users_from_the_bets(empty_url: str) -> None:
+    placed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    closed = datetime(2026, 1, 9, tzinfo=UTC)
+    engine = create_engine(normalize_url(empty_url))
+    row = {
+        "currency": "EUR",
+        "amount": 1000,
+        "rake": 100,
+        "funding": "cash",
+        "payout": None,
+        "payout_currency": None,
+        "ticket": None,
+        "request_uuid": None,
+        "secrets": {},
+        "closed_at": None,
+    }
+    try:
+        with engine.begin() as connection:
+            upgrade(connection, "0002")
+            connection.execute(
+                bets.insert(),
+                [
+                    {
+                        **row,
+                        "uid": 1,
+                        "user_uid": "u1",
+                        "pool_uid": 7,
+                        "state": "placed",
+                        "placed_at": placed,
+                    },
+                    {
+                        **row,
+                        "uid": 2,
+                        "user_uid": "u2",
+                        "pool_uid": 7,
+                        "state": "refunded",
+                        "placed_at": placed + timedelta(days=1),
+                        "closed_at": closed,
+                    },
+                ],
+            )
+    finally:
+        engine.dispose()
+    with ledger.open_ledger(empty_url, migrate=True) as book:
+        tournament = book.tournament(7)
+        assert tournament is not None
+        assert (tournament.name, utc(tournament.first_seen)) == (None, placed)
+        assert utc(tournament.last_seen) == closed
+        assert tournament.entries == {"placed": 1, "refunded": 1}
+        assert sorted(user.uid for user in book.users().items) == ["u1", "u2"]
+        first = book.user("u1")
+        assert first is not None
+        assert first.last_seen is not None
+        assert utc(first.last_seen) == placed
+
+
+def utc(moment: datetime) -> datetime:
+    """An aware datetime (SQLite hands back naive UTC)."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -101,6 +101,7 @@ ERRORS: dict[str, tuple[int, str]] = {
     "request.malformed_json": (400, "malformed JSON: truncated input at position 17"),
     "request.invalid": (400, "Object missing required field `uid` - at `$.bets[0].bet`"),
     "reconcile.unreadable_file": (400, "row 3: status 'won' is not one of placed, active, ..."),
+    "request.invalid_cursor": (400, "not a cursor this API gave"),
     "amount.invalid": (400, "amount: 10.001 is finer than EUR's 2 decimals"),
     "currency.unknown": (400, "currency 'FUN' has no known scale"),
     "request.wrong_event": (
@@ -118,6 +119,8 @@ ERRORS: dict[str, tuple[int, str]] = {
     "auth.ip_forbidden": (403, "address 192.0.2.1 is not allowed"),
     "operator.disabled": (403, "the operator API is disabled: set LEDGER_OPERATOR_TOKEN"),
     "bet.not_found": (404, "bet 1001 is unknown"),
+    "user.not_found": (404, "user u1 is unknown"),
+    "tournament.not_found": (404, "tournament 7 is unknown"),
     "bet.conflict": (409, "bet 1001 is already recorded with other amounts"),
     "bet.already_refunded": (409, "bet 1001 was refunded; it cannot be settled"),
     "bet.already_settled": (409, "bet 1001 was settled; it cannot be refunded"),

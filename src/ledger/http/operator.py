@@ -32,7 +32,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from .. import views
 from ..contract import check_id, parse_json
 from ..deliveries import DeliveryFilter
-from ..errors import BetNotFound, InvalidRequest
+from ..errors import BetNotFound, InvalidRequest, UserNotFound
 from ..paging import DEFAULT_LIMIT, EXPORT_PAGE, csv_lines, every
 from ..service import Ledger
 from ..settings import Settings
@@ -100,16 +100,19 @@ def operator_router(runtime: Runtime) -> Router:
     @get(
         "/users/{uid:str}/balances",
         summary="A user's available and held balances",
-        **operator_docs("request.invalid"),
+        **operator_docs("request.invalid", "user.not_found"),
     )
     async def balances(uid: UserId) -> dict[str, Any]:
-        found = await runtime.call(lambda ledger: ledger.balance(uid))
-        return views.balances_dict(uid, found)
+        found = await runtime.call(lambda ledger: ledger.user(uid))
+        if found is None:
+            # Not an empty 200: an unknown user must not look like one with nothing.
+            raise UserNotFound(f"user {uid} is unknown")
+        return views.balances_dict(uid, found.balances or [])
 
     @get(
         "/users/{uid:str}/statement",
         summary="A user's movements, newest first, paginated",
-        **operator_docs("request.invalid"),
+        **operator_docs("request.invalid", "user.not_found"),
     )
     async def statement(
         uid: UserId,
@@ -124,6 +127,7 @@ def operator_router(runtime: Runtime) -> Router:
             check_id(before, "before")
 
         def read(ledger: Ledger) -> list[StatementLine]:
+            ledger.require_user(uid)
             return ledger.statement(uid, currency, limit=limit, before=before)
 
         lines = await runtime.call(read)
@@ -214,6 +218,9 @@ def operator_router(runtime: Runtime) -> Router:
         )
         return Response(views.deliveries_dict(page.items, page.next))
 
+    # Imported here: the directory's module uses this one's helpers.
+    from .directory import directory_handlers
+
     handlers: list[HTTPRouteHandler] = [
         deposit,
         withdrawal,
@@ -224,6 +231,7 @@ def operator_router(runtime: Runtime) -> Router:
         check,
         _reconciliations(runtime),
         deliveries,
+        *directory_handlers(runtime),
     ]
     return Router(
         path="/admin",

@@ -86,7 +86,9 @@ class Operator:
 
     def balances(self, user: str) -> dict[str, Books]:
         """Every currency the user has, as ``{currency: Books}``."""
-        data = self._call("GET", f"/admin/users/{quote(user, safe='')}/balances")
+        # 404 (user.not_found): a user the wallet has not seen yet holds nothing.
+        path = f"/admin/users/{quote(user, safe='')}/balances"
+        data = self._call("GET", path, allow=(404,))
         rows = data.get("balances", []) if isinstance(data, dict) else []
         return {
             str(row["currency"]).upper(): Books(

@@ -14,16 +14,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import AccountBalance, CheckReport, PoolTotals, Retry, StatementRow, Store, UnitOfWork
+from .base import (
+    AccountBalance,
+    BetRecord,
+    CheckReport,
+    PoolTotals,
+    PostingRecord,
+    Retry,
+    StatementRow,
+    Store,
+    TournamentRecord,
+    UnitOfWork,
+    UserRecord,
+)
 
 __all__ = [
     "AccountBalance",
+    "BetRecord",
     "CheckReport",
     "PoolTotals",
+    "PostingRecord",
     "Retry",
     "StatementRow",
     "Store",
+    "TournamentRecord",
     "UnitOfWork",
+    "UserRecord",
     "open_store",
 ]
 

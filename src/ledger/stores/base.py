@@ -22,17 +22,22 @@ from types import TracebackType
 from typing import Any, Protocol, Self
 
 from ..deliveries import DeliveryFilter, DeliveryRecord
+from ..directory import Seen
 from ..domain import Bet, Transaction
 from ..errors import StoreBusy
 
 __all__ = [
     "AccountBalance",
+    "BetRecord",
     "CheckReport",
     "PoolTotals",
+    "PostingRecord",
     "Retry",
     "StatementRow",
     "Store",
+    "TournamentRecord",
     "UnitOfWork",
+    "UserRecord",
 ]
 
 
@@ -95,6 +100,60 @@ class CheckReport:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentRecord:
+    """A tournament as payloads described it (``None``: never said), with its entries per state
+    counted from the bets."""
+
+    uid: int
+    name: str | None
+    currency: str | None
+    category: str | None
+    game_type: str | None
+    status: str | None
+    estimated_end_time: datetime | None
+    first_seen: datetime
+    last_seen: datetime
+    entries: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UserRecord:
+    """A user as payloads described it; a user known only by an account (a deposit) has
+    nothing described and no times."""
+
+    uid: str
+    name: str | None
+    client: str | None
+    first_seen: datetime | None
+    last_seen: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class BetRecord:
+    """A bet with when it was placed and closed, and the names of its user and tournament."""
+
+    bet: Bet
+    placed_at: datetime
+    closed_at: datetime | None
+    user_name: str | None
+    pool_name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PostingRecord:
+    """One leg of a bet on its user's accounts, in minor units."""
+
+    id: int
+    created_at: datetime
+    account: str  # "available" or "held"
+    currency: str
+    amount: int
+    kind: str
+    reference: str | None
+    transaction_id: int
 
 
 class UnitOfWork(Protocol):
@@ -176,6 +235,47 @@ class UnitOfWork(Protocol):
 
     def ping(self) -> None:
         """Raise :class:`~ledger.errors.StoreUnavailable` unless the database answers."""
+
+    # --- the directory (ledger.directory) ---------------------------------------------------
+
+    def record_seen(self, seen: Seen) -> None:
+        """Upsert what a payload said of its tournaments and users (one uid each, sorted)."""
+
+    def tournaments(
+        self,
+        status: str | None,
+        search: str | None,
+        limit: int,
+        before: tuple[datetime, int] | None,
+    ) -> list[TournamentRecord]:
+        """Tournaments newest first (``first_seen, uid``), after the keyset ``before``."""
+
+    def tournament(self, uid: int) -> TournamentRecord | None:
+        """One tournament, or ``None``."""
+
+    def users(
+        self, search: str | None, limit: int, before: tuple[datetime, str] | None
+    ) -> list[UserRecord]:
+        """Users newest first (``first_seen, uid``), after the keyset ``before``."""
+
+    def user(self, uid: str) -> UserRecord | None:
+        """One user (described, or known by an account only), or ``None``."""
+
+    def bets(
+        self,
+        user: str | None,
+        pool: int | None,
+        state: str | None,
+        limit: int,
+        before: int | None,
+    ) -> list[BetRecord]:
+        """Bets by uid descending, below ``before``."""
+
+    def bet(self, uid: int) -> BetRecord | None:
+        """One bet with its times and names, or ``None``."""
+
+    def bet_postings(self, found: BetRecord) -> list[PostingRecord]:
+        """The bet's legs on its user's accounts, oldest first."""
 
 
 class Store(Protocol):

@@ -57,8 +57,13 @@ class Dialect(Protocol):
         rows: Sequence[tuple[Any, ...]],
         *,
         ignore_conflicts: bool = False,
+        upsert: str | None = None,
     ) -> None:
-        """Insert ``rows`` (tuples in the order of ``columns``) into ``table``."""
+        """Insert ``rows`` (tuples in the order of ``columns``) into ``table``.
+
+        ``upsert`` is an ``ON CONFLICT (...) DO UPDATE SET ...`` clause, in the SQL both
+        databases share (``excluded.<column>``); the rows must not repeat a conflict key.
+        """
         ...
 
     def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:

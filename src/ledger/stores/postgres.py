@@ -141,6 +141,7 @@ class PostgresDialect:
         rows: Sequence[tuple[Any, ...]],
         *,
         ignore_conflicts: bool = False,
+        upsert: str | None = None,
     ) -> None:
         if not rows:
             return
@@ -153,6 +154,8 @@ class PostgresDialect:
         )
         names = ", ".join(columns)
         conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+        if upsert is not None:
+            conflict = f" {upsert}"
         sql = (
             f"INSERT INTO {table.name} ({names}) SELECT {values} "  # noqa: S608
             f"FROM unnest({arrays}) AS v({names}){conflict}"

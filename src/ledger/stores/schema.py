@@ -44,8 +44,10 @@ __all__ = [
     "metadata",
     "postings",
     "to_stored",
+    "tournaments",
     "transaction_ids",
     "transactions",
+    "users",
 ]
 
 metadata = MetaData()
@@ -236,4 +238,38 @@ delivery_bets = Table(
     Column("bet_uid", BigInteger, primary_key=True, autoincrement=False),
     Column("delivery_id", BigInteger, primary_key=True, autoincrement=False),
     sqlite_with_rowid=False,
+)
+
+
+# --- the directory: tournaments and users as the platform describes them (ledger.directory) ---
+#
+# Upserted from every callback payload in the request's own unit of work. Lists page newest
+# first on (first_seen, uid), which never changes once written: a page boundary stays put while
+# the table is being written. Entries per state are counted from ``bets`` on read, never kept
+# in a counter row that every Place Bet would have to update.
+
+tournaments = Table(
+    "tournaments",
+    metadata,
+    Column("uid", BigInteger, primary_key=True, autoincrement=False),
+    Column("name", String(255), nullable=True),
+    Column("currency", String(255), nullable=True),
+    Column("category", String(255), nullable=True),
+    Column("game_type", String(255), nullable=True),
+    Column("status", String(255), nullable=True),
+    Column("estimated_end_time", DateTime(timezone=True), nullable=True),
+    Column("first_seen", DateTime(timezone=True), nullable=False),
+    Column("last_seen", DateTime(timezone=True), nullable=False),
+    Index("tournaments_first_seen", "first_seen", "uid"),
+)
+
+users = Table(
+    "users",
+    metadata,
+    Column("uid", String(255), primary_key=True),
+    Column("name", String(255), nullable=True),
+    Column("client", String(255), nullable=True),
+    Column("first_seen", DateTime(timezone=True), nullable=False),
+    Column("last_seen", DateTime(timezone=True), nullable=False),
+    Index("users_first_seen", "first_seen", "uid"),
 )

@@ -19,11 +19,22 @@ from sqlalchemy import Connection, Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..deliveries import DeliveryFilter, DeliveryRecord
+from ..directory import Seen
 from ..domain import Bet, Transaction, account_kind
 from ..errors import CapacityExceeded, InsufficientFunds
-from . import audit, queries
+from . import audit, directory, queries
 from . import deliveries as journal
-from .base import AccountBalance, CheckReport, PoolTotals, Retry, StatementRow
+from .base import (
+    AccountBalance,
+    BetRecord,
+    CheckReport,
+    PoolTotals,
+    PostingRecord,
+    Retry,
+    StatementRow,
+    TournamentRecord,
+    UserRecord,
+)
 from .dialect import Dialect
 from .schema import CAPACITY, bets, postings, transactions
 
@@ -317,3 +328,52 @@ class SqlUnitOfWork:
     def check(self) -> CheckReport:
         with self._store.translate_errors():
             return audit.check(self._conn, self._dialect)
+
+    # --- the directory (ledger.directory) ---------------------------------------------------
+
+    def record_seen(self, seen: Seen) -> None:
+        with self._store.translate_errors():
+            directory.record_seen(self._conn, self._dialect, seen, datetime.now(UTC))
+
+    def tournaments(
+        self,
+        status: str | None,
+        search: str | None,
+        limit: int,
+        before: tuple[datetime, int] | None,
+    ) -> list[TournamentRecord]:
+        with self._store.translate_errors():
+            return directory.tournament_records(self._conn, status, search, limit, before)
+
+    def tournament(self, uid: int) -> TournamentRecord | None:
+        with self._store.translate_errors():
+            return directory.tournament_record(self._conn, uid)
+
+    def users(
+        self, search: str | None, limit: int, before: tuple[datetime, str] | None
+    ) -> list[UserRecord]:
+        with self._store.translate_errors():
+            return directory.user_records(self._conn, search, limit, before)
+
+    def user(self, uid: str) -> UserRecord | None:
+        with self._store.translate_errors():
+            return directory.user_record(self._conn, uid)
+
+    def bets(
+        self,
+        user: str | None,
+        pool: int | None,
+        state: str | None,
+        limit: int,
+        before: int | None,
+    ) -> list[BetRecord]:
+        with self._store.translate_errors():
+            return directory.bet_records(self._conn, user, pool, state, limit, before)
+
+    def bet(self, uid: int) -> BetRecord | None:
+        with self._store.translate_errors():
+            return directory.bet_record(self._conn, uid)
+
+    def bet_postings(self, found: BetRecord) -> list[PostingRecord]:
+        with self._store.translate_errors():
+            return directory.bet_postings(self._conn, found)

@@ -154,6 +154,7 @@ class SqliteDialect:
         rows: Sequence[tuple[Any, ...]],
         *,
         ignore_conflicts: bool = False,
+        upsert: str | None = None,
     ) -> None:
         if not rows:
             return
@@ -162,6 +163,8 @@ class SqliteDialect:
         verb = "INSERT OR IGNORE" if ignore_conflicts else "INSERT"
         marks = ", ".join("?" for _ in columns)
         sql = f"{verb} INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
+        if upsert is not None:
+            sql = f"{sql} {upsert}"
         connection.exec_driver_sql(sql, list(rows))
 
     def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:

@@ -1,0 +1,322 @@
+"""The directory in SQL: the upsert of what payloads said of tournaments and users, and the
+operator's reads over them and over bets (lists by keyset, one record with its postings).
+
+Plain functions over an open connection, called by the unit of work (:mod:`.sql`) inside its
+transaction, which translates driver errors. Every list is newest first by a key that never
+changes once written (``first_seen, uid`` for the directory, ``uid`` for bets), so that a page
+boundary stays put while the table is being written (see :mod:`ledger.paging`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, String, and_, cast, exists, func, literal, or_, select
+from sqlalchemy.sql import ColumnElement, Select
+
+from ..directory import Seen
+from .base import BetRecord, PostingRecord, TournamentRecord, UserRecord
+from .dialect import Dialect
+from .queries import _bet_from_row
+from .schema import accounts, bets, postings, tournaments, transactions, users
+
+__all__ = [
+    "bet_postings",
+    "bet_record",
+    "bet_records",
+    "record_seen",
+    "tournament_record",
+    "tournament_records",
+    "user_record",
+    "user_records",
+]
+
+TOURNAMENT_COLUMNS = (
+    "uid",
+    "name",
+    "currency",
+    "category",
+    "game_type",
+    "status",
+    "estimated_end_time",
+    "first_seen",
+    "last_seen",
+)
+USER_COLUMNS = ("uid", "name", "client", "first_seen", "last_seen")
+
+
+def _keep_latest(table: str, columns: Sequence[str]) -> str:
+    # The rule of ledger.directory against what is recorded: a field the payload carries
+    # replaces the recorded one, a field it does not carry (NULL) keeps it; first_seen stays.
+    kept = ", ".join(f"{name} = COALESCE(excluded.{name}, {table}.{name})" for name in columns)
+    return f"ON CONFLICT (uid) DO UPDATE SET {kept}, last_seen = excluded.last_seen"
+
+
+TOURNAMENT_UPSERT = _keep_latest("tournaments", TOURNAMENT_COLUMNS[1:7])
+USER_UPSERT = _keep_latest("users", USER_COLUMNS[1:3])
+
+
+def record_seen(connection: Connection, dialect: Dialect, seen: Seen, now: datetime) -> None:
+    """Upsert the tournaments and users of ``seen`` (one uid each, sorted): one statement each."""
+    at = dialect.timestamp(now)
+    if seen.tournaments:
+        rows = [
+            (
+                t.uid,
+                t.name,
+                t.currency,
+                t.category,
+                t.game_type,
+                t.status,
+                None if t.estimated_end is None else dialect.timestamp(t.estimated_end),
+                at,
+                at,
+            )
+            for t in seen.tournaments
+        ]
+        dialect.insert_rows(
+            connection, tournaments, TOURNAMENT_COLUMNS, rows, upsert=TOURNAMENT_UPSERT
+        )
+    if seen.users:
+        people = [(u.uid, u.name, u.client, at, at) for u in seen.users]
+        dialect.insert_rows(connection, users, USER_COLUMNS, people, upsert=USER_UPSERT)
+
+
+# --- reads --------------------------------------------------------------------------------------
+
+
+def _like(text: str) -> str:
+    """A case-insensitive substring pattern for ``text``, its wildcards taken literally."""
+    escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _contains(column: ColumnElement[Any], text: str) -> ColumnElement[bool]:
+    return func.lower(column).like(_like(text), escape="\\")
+
+
+def _newest_first(query: Select[Any], table: Any, before: tuple[datetime, Any] | None) -> Any:
+    if before is not None:
+        seen, uid = before
+        query = query.where(
+            or_(
+                table.c.first_seen < seen,
+                and_(table.c.first_seen == seen, table.c.uid < uid),
+            )
+        )
+    return query.order_by(table.c.first_seen.desc(), table.c.uid.desc())
+
+
+def _entries(connection: Connection, pool_uids: Sequence[int]) -> dict[int, dict[str, int]]:
+    """Entries per state of each tournament, counted from the bets (no counter row to update)."""
+    found: dict[int, dict[str, int]] = defaultdict(dict)
+    if not pool_uids:
+        return found
+    query = (
+        select(bets.c.pool_uid, bets.c.state, func.count())
+        .where(bets.c.pool_uid.in_(list(pool_uids)))
+        .group_by(bets.c.pool_uid, bets.c.state)
+    )
+    for pool_uid, state, count in connection.execute(query):
+        found[pool_uid][state] = int(count)
+    return found
+
+
+def _tournament(row: Any, entries: dict[str, int]) -> TournamentRecord:
+    return TournamentRecord(
+        uid=row.uid,
+        name=row.name,
+        currency=row.currency,
+        category=row.category,
+        game_type=row.game_type,
+        status=row.status,
+        estimated_end_time=row.estimated_end_time,
+        first_seen=row.first_seen,
+        last_seen=row.last_seen,
+        entries=dict(sorted(entries.items())),
+    )
+
+
+def tournament_records(
+    connection: Connection,
+    status: str | None,
+    search: str | None,
+    limit: int,
+    before: tuple[datetime, int] | None,
+) -> list[TournamentRecord]:
+    """Up to ``limit`` tournaments, newest first, after the keyset position ``before``.
+
+    ``search`` is a case-insensitive substring of the name, or of the uid's digits.
+    """
+    query = select(tournaments)
+    if status is not None:
+        query = query.where(tournaments.c.status == status)
+    if search:
+        query = query.where(
+            or_(
+                _contains(tournaments.c.name, search),
+                _contains(cast(tournaments.c.uid, String), search),
+            )
+        )
+    rows = connection.execute(_newest_first(query, tournaments, before).limit(limit)).all()
+    entries = _entries(connection, [row.uid for row in rows])
+    return [_tournament(row, entries.get(row.uid, {})) for row in rows]
+
+
+def tournament_record(connection: Connection, uid: int) -> TournamentRecord | None:
+    """The tournament, or ``None`` when no payload and no bet named it."""
+    row = connection.execute(select(tournaments).where(tournaments.c.uid == uid)).first()
+    if row is None:
+        return None
+    return _tournament(row, _entries(connection, [uid]).get(uid, {}))
+
+
+def _user(row: Any) -> UserRecord:
+    return UserRecord(
+        uid=row.uid,
+        name=row.name,
+        client=row.client,
+        first_seen=row.first_seen,
+        last_seen=row.last_seen,
+    )
+
+
+def user_records(
+    connection: Connection, search: str | None, limit: int, before: tuple[datetime, str] | None
+) -> list[UserRecord]:
+    """Up to ``limit`` users, newest first; ``search``: a case-insensitive substring of the uid
+    or the name."""
+    query = select(users)
+    if search:
+        query = query.where(or_(_contains(users.c.uid, search), _contains(users.c.name, search)))
+    rows = connection.execute(_newest_first(query, users, before).limit(limit))
+    return [_user(row) for row in rows]
+
+
+def user_record(connection: Connection, uid: str) -> UserRecord | None:
+    """The user as payloads described it; a user only the operator's deposits created (an
+    account, no payload yet) is known too, with nothing described; else ``None``."""
+    row = connection.execute(select(users).where(users.c.uid == uid)).first()
+    if row is not None:
+        return _user(row)
+    has_account = connection.execute(
+        select(literal(1)).where(
+            exists().where(accounts.c.name.in_([f"user:{uid}", f"user:{uid}:held"]))
+        )
+    ).first()
+    if has_account is None:
+        return None
+    return UserRecord(uid=uid, name=None, client=None, first_seen=None, last_seen=None)
+
+
+_BET_ROW = (
+    bets.c.uid,
+    bets.c.user_uid,
+    bets.c.pool_uid,
+    bets.c.currency,
+    bets.c.amount,
+    bets.c.rake,
+    bets.c.funding,
+    bets.c.state,
+    bets.c.payout,
+    bets.c.payout_currency,
+    bets.c.ticket,
+    bets.c.request_uuid,
+    bets.c.secrets,
+    bets.c.placed_at,
+    bets.c.closed_at,
+    users.c.name.label("user_name"),
+    tournaments.c.name.label("pool_name"),
+)
+
+
+def _bets_with_names() -> Select[Any]:
+    return (
+        select(*_BET_ROW)
+        .select_from(bets)
+        .outerjoin(users, users.c.uid == bets.c.user_uid)
+        .outerjoin(tournaments, tournaments.c.uid == bets.c.pool_uid)
+    )
+
+
+def _bet(row: Any) -> BetRecord:
+    return BetRecord(
+        bet=_bet_from_row(tuple(row[:13])),
+        placed_at=row.placed_at,
+        closed_at=row.closed_at,
+        user_name=row.user_name,
+        pool_name=row.pool_name,
+    )
+
+
+def bet_records(
+    connection: Connection,
+    user: str | None,
+    pool: int | None,
+    state: str | None,
+    limit: int,
+    before: int | None,
+) -> list[BetRecord]:
+    """Up to ``limit`` bets, by uid descending, below ``before``, with the names."""
+    query = _bets_with_names()
+    if user is not None:
+        query = query.where(bets.c.user_uid == user)
+    if pool is not None:
+        query = query.where(bets.c.pool_uid == pool)
+    if state is not None:
+        query = query.where(bets.c.state == state)
+    if before is not None:
+        query = query.where(bets.c.uid < before)
+    rows = connection.execute(query.order_by(bets.c.uid.desc()).limit(limit))
+    return [_bet(row) for row in rows]
+
+
+def bet_record(connection: Connection, uid: int) -> BetRecord | None:
+    """The bet with its times and names, or ``None``."""
+    row = connection.execute(_bets_with_names().where(bets.c.uid == uid)).first()
+    return None if row is None else _bet(row)
+
+
+def bet_postings(connection: Connection, found: BetRecord) -> list[PostingRecord]:
+    """The postings tagged with the bet (its legs on the user's accounts), oldest first.
+
+    Read through the user's accounts (the ``postings_account`` index) rather than by ``bet_uid``,
+    which has no index: one more index on the hottest table would slow every Place Bet.
+    """
+    bet = found.bet
+    query = (
+        select(
+            postings.c.id,
+            postings.c.account,
+            postings.c.currency,
+            postings.c.amount,
+            transactions.c.id.label("txn_id"),
+            transactions.c.kind,
+            transactions.c.reference,
+            transactions.c.created_at,
+        )
+        .join(transactions, transactions.c.id == postings.c.txn_id)
+        .where(
+            postings.c.account.in_([f"user:{bet.user}", f"user:{bet.user}:held"]),
+            postings.c.currency.in_(sorted({bet.currency, bet.payout_currency or bet.currency})),
+            postings.c.bet_uid == bet.uid,
+        )
+        .order_by(postings.c.id)
+    )
+    held = f"user:{bet.user}:held"
+    return [
+        PostingRecord(
+            id=row.id,
+            created_at=row.created_at,
+            account="held" if row.account == held else "available",
+            currency=row.currency,
+            amount=row.amount,
+            kind=row.kind,
+            reference=row.reference,
+            transaction_id=row.txn_id,
+        )
+        for row in connection.execute(query)
+    ]
