@@ -14,13 +14,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import AccountBalance, CheckReport, PoolTotals, Retry, StatementRow, Store, UnitOfWork
+from .base import (
+    AccountBalance,
+    CheckReport,
+    HoldRow,
+    HouseTotals,
+    PoolTotals,
+    Retry,
+    StaleRule,
+    StatementRow,
+    Store,
+    UnitOfWork,
+)
 
 __all__ = [
     "AccountBalance",
     "CheckReport",
+    "HoldRow",
+    "HouseTotals",
     "PoolTotals",
     "Retry",
+    "StaleRule",
     "StatementRow",
     "Store",
     "UnitOfWork",
