@@ -100,6 +100,7 @@ class ErrorBody(Struct):
 ERRORS: dict[str, tuple[int, str]] = {
     "request.malformed_json": (400, "malformed JSON: truncated input at position 17"),
     "request.invalid": (400, "Object missing required field `uid` - at `$.bets[0].bet`"),
+    "request.invalid_cursor": (400, "not a cursor this API gave"),
     "amount.invalid": (400, "amount: 10.001 is finer than EUR's 2 decimals"),
     "currency.unknown": (400, "currency 'FUN' has no known scale"),
     "request.wrong_event": (

@@ -7,17 +7,20 @@ load balancer stops sending callbacks that could only get 503.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from litestar import Response, get
 from litestar.handlers import HTTPRouteHandler
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ..errors import StoreUnavailable
+from ..errors import LedgerError, StoreUnavailable
 from .openapi import error_responses
 from .runtime import Runtime
 
 __all__ = ["ops_handlers"]
+
+log = logging.getLogger("ledger.server")
 
 # Litestar appends "; charset=utf-8" to every text/* type, and prometheus_client's type already
 # carries one: hand Litestar the type without it, so that the answer names its charset once.
@@ -50,6 +53,14 @@ def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
 
     @get("/metrics", summary="Prometheus metrics", tags=["operations"], include_in_schema=False)
     async def metrics() -> Response[bytes]:
+        try:
+            stale = await runtime.call(lambda ledger: ledger.count_stale_holds())
+        except LedgerError as exc:
+            # The other metrics still answer; the gauge keeps its last value and /ready says
+            # what is wrong with the database.
+            log.warning("ledger_stale_holds not updated: %s", exc.message)
+        else:
+            runtime.metrics.stale_holds.set(stale)
         return Response(generate_latest(runtime.metrics.registry), media_type=_METRICS_MEDIA_TYPE)
 
     return [health, ready, metrics]
