@@ -188,9 +188,7 @@ def test_statement_filters_by_currency(wallet: Wallet) -> None:
         ({"before": "y"}, "request.invalid_cursor"),
     ],
 )
-def test_statement_with_bad_paging_is_400(
-    wallet: Wallet, params: dict[str, Any], key: str
-) -> None:
+def test_statement_with_bad_paging_is_400(wallet: Wallet, params: dict[str, Any], key: str) -> None:
     response = admin_get(wallet, "/admin/users/u1/statement", **params)
     assert response.status_code == 400
     assert response.json()["error"] == key
