@@ -397,6 +397,14 @@ def _log_line(
     return line
 
 
+class _CsvStream(Stream):
+    """A streamed CSV answer: its own media type, not the route's (JSON for the page form)."""
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["media_type"] = self.media_type
+        return super().to_asgi_response(*args, **kwargs)
+
+
 def _csv_format(value: str) -> bool:
     if value not in ("json", "csv"):
         raise InvalidRequest(f"format: expected json or csv, got {value!r}")
@@ -409,7 +417,7 @@ def _csv_stream(
     read: Callable[[Ledger, str], Page[Any]],
     columns: Sequence[str],
     filename: str,
-) -> Stream:
+) -> _CsvStream:
     """CSV of ``first`` and every page after it, read one page at a time as the client takes
     them: a year of a busy user's statement never sits in memory. The first page is read before
     answering, so that bad input is still a 4xx; a failure later cuts the stream short."""
@@ -437,9 +445,10 @@ def _csv_stream(
         if buffer:
             yield "".join(buffer)
 
-    return Stream(
+    return _CsvStream(
         chunks(),
-        media_type="text/csv; charset=utf-8",
+        # Litestar appends "; charset=utf-8" to text/* types itself.
+        media_type="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
 
