@@ -22,6 +22,12 @@ __all__ = ["check"]
 
 LIMIT = 50
 
+# Each posting with its account, if the account exists.
+_POSTINGS_AND_ACCOUNTS = postings.outerjoin(
+    accounts,
+    and_(accounts.c.name == postings.c.account, accounts.c.currency == postings.c.currency),
+)
+
 
 def _negative(amount: ColumnElement[Any]) -> ColumnElement[bool]:
     # The sign is the first character of the decimal form: exact on every store, including
@@ -76,15 +82,7 @@ def _balanced_transactions(connection: Connection, dialect: Dialect) -> Iterator
     # Every posting is on an account that exists (the balance upsert creates them).
     for account, currency in connection.execute(
         select(postings.c.account, postings.c.currency)
-        .select_from(
-            postings.outerjoin(
-                accounts,
-                and_(
-                    accounts.c.name == postings.c.account,
-                    accounts.c.currency == postings.c.currency,
-                ),
-            )
-        )
+        .select_from(_POSTINGS_AND_ACCOUNTS)
         .where(accounts.c.name.is_(None))
         .distinct()
         .limit(LIMIT)
@@ -134,15 +132,7 @@ def _running_balances(connection: Connection) -> Iterator[str]:
             postings.c.balance_after,
             accounts.c.balance,
         )
-        .select_from(
-            postings.outerjoin(
-                accounts,
-                and_(
-                    accounts.c.name == postings.c.account,
-                    accounts.c.currency == postings.c.currency,
-                ),
-            )
-        )
+        .select_from(_POSTINGS_AND_ACCOUNTS)
         .order_by(postings.c.account, postings.c.currency, postings.c.id)
         .execution_options(stream_results=True, yield_per=10_000)
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
@@ -148,9 +148,14 @@ def balances(connection: Connection, user: str) -> list[AccountBalance]:
     query = select(accounts.c.name, accounts.c.currency, accounts.c.balance).where(
         accounts.c.name.in_([available, held])
     )
-    # Two rows per currency at most: combined here rather than summed in SQL.
+    return _per_currency(connection.execute(query), held)
+
+
+def _per_currency(rows: Iterable[Any], held: str) -> list[AccountBalance]:
+    """``(account, currency, balance)`` rows of one user's two accounts as one balance per
+    currency, sorted by currency (two rows per currency at most: combined here, not in SQL)."""
     found: dict[str, dict[str, int]] = defaultdict(dict)
-    for name, currency, balance in connection.execute(query):
+    for name, currency, balance in rows:
         found[currency]["held" if name == held else "available"] = balance
     return [
         AccountBalance(
@@ -230,17 +235,7 @@ def balances_at(connection: Connection, user: str, at: datetime) -> list[Account
     query = select(postings.c.account, postings.c.currency, postings.c.balance_after).where(
         postings.c.id.in_(last.scalar_subquery())
     )
-    found: dict[str, dict[str, int]] = defaultdict(dict)
-    for name, currency, balance in connection.execute(query):
-        found[currency]["held" if name == held else "available"] = balance
-    return [
-        AccountBalance(
-            currency=currency,
-            available=found[currency].get("available", 0),
-            held=found[currency].get("held", 0),
-        )
-        for currency in sorted(found)
-    ]
+    return _per_currency(connection.execute(query), held)
 
 
 # --- open holds -----------------------------------------------------------------------------------
