@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+import ledger
 from support.httpkit import OPERATOR_HEADERS, Wallet, serve
 from support.payloads import entry, place, refund, settle
 
@@ -199,3 +201,25 @@ def test_house_with_a_bad_period_is_400(wallet: Wallet) -> None:
     response = admin_get(wallet, "/admin/house", since="2026-11-20")
     assert response.status_code == 400
     assert response.json()["error"] == "request.invalid"
+
+
+def test_a_stuck_stale_count_does_not_hold_up_the_scrape(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+
+    def stuck(self: ledger.Ledger) -> int:
+        release.wait()  # a frozen database: without the scrape's bound, this test hangs
+        return 0
+
+    monkeypatch.setattr("ledger.http.ops.STALE_GAUGE_TIMEOUT", 0.2)
+    monkeypatch.setattr(ledger.Ledger, "count_stale_holds", stuck)
+    try:
+        with serve(tmp_path) as client:
+            response = client.get("/metrics")
+            assert response.status_code == 200
+            assert "ledger_callback_in_progress" in response.text
+            assert "ledger_stale_holds 0.0" in response.text  # never set: its initial value
+            release.set()
+    finally:
+        release.set()
