@@ -258,15 +258,15 @@ def statement(
             _write_csv(lines, views.STATEMENT_COLUMNS)
             return
         page = book.statement_page(user, currency, limit=limit, before=before)
-    next_page = page.items[-1].id if page.next else None
+    answer = views.statement_dict(user, page.items, page.next)
     if as_json:
-        emit(views.statement_dict(user, page.items, next_page, page.next))
+        emit(answer)
         return
     for line in page.items:
         click.echo(views.statement_line_text(line))
-    if next_page is not None:
+    if answer["next_before"] is not None:
         # The line id: the same position as the cursor, and what this command always printed.
-        click.echo(f"next page: --before {next_page}")
+        click.echo(f"next page: --before {answer['next_before']}")
 
 
 @main.command()

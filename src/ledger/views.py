@@ -41,7 +41,6 @@ __all__ = [
     "holds_dict",
     "house_lines",
     "movement_text",
-    "next_before",
     "statement_dict",
     "statement_line_text",
     "timestamp_text",
@@ -273,22 +272,17 @@ def balances_dict(user: str, balances: Sequence[Balance]) -> dict[str, Any]:
     return {"user": user, "balances": [balance.to_dict() for balance in balances]}
 
 
-def next_before(lines: Sequence[StatementLine], limit: int) -> int | None:
-    """The cursor of the page after ``lines``: a full page may have more behind it, a short one
-    is the last."""
-    return lines[-1].id if lines and len(lines) == limit else None
-
-
 def statement_dict(
-    user: str, lines: Sequence[StatementLine], next_page: int | None, next_cursor: str | None = None
+    user: str, lines: Sequence[StatementLine], next_cursor: str | None
 ) -> dict[str, Any]:
     """``{"user", "lines": [...], "next", "next_before"}``: pass ``next`` (the opaque cursor) or
-    ``next_before`` (the older numeric form) as ``before`` to page."""
+    ``next_before`` (the last line's id, the older form) as ``before`` for the next page; both
+    are ``null`` on the last page."""
     return {
         "user": user,
         "lines": [line.to_dict() for line in lines],
         "next": next_cursor,
-        "next_before": next_page,
+        "next_before": lines[-1].id if next_cursor is not None and lines else None,
     }
 
 

@@ -155,9 +155,7 @@ def operator_router(runtime: Runtime) -> Router:
                 views.STATEMENT_COLUMNS,
                 f"statement-{uid}.csv",
             )
-        return views.statement_dict(
-            uid, page.items, page.items[-1].id if page.next else None, page.next
-        )
+        return views.statement_dict(uid, page.items, page.next)
 
     @get(
         "/holds",
