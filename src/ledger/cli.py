@@ -1,9 +1,9 @@
 """The ``ledger`` command (click).
 
 Every command that touches the database takes ``--db URL`` (default ``$LEDGER_DATABASE_URL``,
-else ``sqlite:///ledger.db``). The read commands (``balance``, ``statement``, ``bet``,
-``check``, ``deliveries``) never create a database; ``db upgrade``, ``deposit``, ``withdraw``
-and ``serve`` do.
+else ``sqlite:///ledger.db``). The read commands (``balance``, ``statement``, ``holds``,
+``house``, ``bet``, ``check``, ``deliveries``) never create a database; ``db upgrade``,
+``deposit``, ``withdraw`` and ``serve`` do.
 Errors print ``error: <key>: <message>`` on stderr and exit 1; ``ledger check`` exits 1 when an
 invariant fails. ``--json`` prints one line of JSON, in the shapes of :mod:`ledger.views`.
 """
@@ -15,7 +15,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn, TextIO, TypeVar
 
@@ -26,7 +26,9 @@ from .currencies import CurrencyTable
 from .deliveries import DEFAULT_RETENTION_DAYS, DeliveryFilter
 from .errors import BetNotFound, LedgerError, TournamentNotFound, UserNotFound
 from .paging import DEFAULT_LIMIT, EXPORT_PAGE, MAX_LIMIT, Page, csv_lines, every
-from .service import Ledger, open_ledger
+from .service import Ledger, open_ledger, parse_instant
+from .settings import SettingsError, stale_hold_options
+from .views import HoldView
 
 __all__ = ["main"]
 
@@ -48,7 +50,9 @@ def db_option(function: F) -> F:
 
 
 @contextmanager
-def opened(db: str, *, migrate: bool | None = None, create: bool = True) -> Iterator[Ledger]:
+def opened(
+    db: str, *, migrate: bool | None = None, create: bool = True, **options: Any
+) -> Iterator[Ledger]:
     """Open the ledger, turning any ledger error into a clean exit.
 
     ``create=False`` is for the read commands: a SQLite file that does not exist is refused
@@ -57,7 +61,11 @@ def opened(db: str, *, migrate: bool | None = None, create: bool = True) -> Iter
     """
     try:
         book = open_ledger(
-            db, currencies=CurrencyTable.from_env(os.environ), migrate=migrate, create=create
+            db,
+            currencies=CurrencyTable.from_env(os.environ),
+            migrate=migrate,
+            create=create,
+            **options,
         )
     except (LedgerError, ValueError) as error:
         fail(error)
@@ -191,15 +199,30 @@ main.command("withdraw", help="Pay AMOUNT of CURRENCY out of USER's available ba
 @db_option
 @click.argument("user")
 @click.option("--currency", help="Only this currency.")
+@click.option(
+    "--at",
+    "at",
+    default=None,
+    help="The balances at this moment instead: ISO 8601 with a zone, e.g. 2026-11-20T00:00:00Z.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def balance(db: str, user: str, currency: str | None, as_json: bool) -> None:
-    """Show USER's available and held balances."""
+def balance(db: str, user: str, currency: str | None, at: str | None, as_json: bool) -> None:
+    """Show USER's available and held balances (now, or --at a past moment)."""
     with opened(db, create=False) as book:
         book.require_user(user)
-        balances = book.balance(user, currency)
+        if at is None:
+            balances = book.balance(user, currency)
+        else:
+            moment = parse_instant(at, "--at")
+            balances = book.balance_at(user, moment, currency)
     if as_json:
-        emit(views.balances_dict(user, balances))
+        if at is None:
+            emit(views.balances_dict(user, balances))
+        else:
+            emit(views.balances_at_dict(user, moment, balances))
         return
+    if at is not None:
+        click.echo(f"{user} at {views.timestamp_text(moment)}")
     for line in views.balance_lines(user, balances):
         click.echo(line)
 
@@ -211,26 +234,135 @@ def balance(db: str, user: str, currency: str | None, as_json: bool) -> None:
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 10_000))
 @click.option(
     "--before",
-    type=int,
     default=None,
-    help="Only lines older than this line id: the cursor the previous page printed.",
+    help="Only lines older than this: the cursor (or line id) the previous page printed.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print every line as CSV (streamed).")
 def statement(
-    db: str, user: str, currency: str | None, limit: int, before: int | None, as_json: bool
+    db: str,
+    user: str,
+    currency: str | None,
+    limit: int,
+    before: str | None,
+    as_json: bool,
+    as_csv: bool,
 ) -> None:
-    """Show USER's movements, newest first, a page at a time."""
+    """Show USER's movements, newest first, with the balance after each, a page at a time."""
     with opened(db, create=False) as book:
         book.require_user(user)
-        lines = book.statement(user, currency, limit=limit, before=before)
-    next_page = views.next_before(lines, limit)
+        if as_csv:
+            # Read a page at a time while writing: the whole statement is never in memory.
+            first = book.statement_page(user, currency, limit=EXPORT_PAGE, before=before)
+            lines = _pages(
+                first,
+                lambda after: book.statement_page(user, currency, limit=EXPORT_PAGE, before=after),
+            )
+            _write_csv(lines, views.STATEMENT_COLUMNS)
+            return
+        page = book.statement_page(user, currency, limit=limit, before=before)
+    answer = views.statement_dict(user, page.items, page.next)
     if as_json:
-        emit(views.statement_dict(user, lines, next_page))
+        emit(answer)
         return
-    for line in lines:
+    for line in page.items:
         click.echo(views.statement_line_text(line))
-    if next_page is not None:
-        click.echo(f"next page: --before {next_page}")
+    if answer["next_before"] is not None:
+        # The line id: the same position as the cursor, and what this command always printed.
+        click.echo(f"next page: --before {answer['next_before']}")
+
+
+@main.command()
+@db_option
+@click.option("--stale", is_flag=True, help="Only the stale ones: the bets to chase.")
+@click.option("--user", default=None, help="Only this user's.")
+@click.option("--pool", "pool_uid", type=int, default=None, help="Only this tournament's.")
+@click.option("--older-than", default=None, help="Placed longer ago than this: 2d, 12h, 90m.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--before", default=None, help="The cursor the previous page printed.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print every hold as CSV (streamed).")
+def holds(
+    db: str,
+    stale: bool,
+    user: str | None,
+    pool_uid: int | None,
+    older_than: str | None,
+    limit: int,
+    before: str | None,
+    as_json: bool,
+    as_csv: bool,
+) -> None:
+    """Show open holds (placed bets not settled or refunded), oldest first.
+
+    Stale: the tournament's estimated end plus LEDGER_STALE_HOLD_GRACE (default 6h) has passed
+    or, without an end time, placed more than LEDGER_STALE_HOLD_DAYS (default 7) ago.
+    """
+    try:
+        stale_options = stale_hold_options(os.environ)
+    except SettingsError as error:
+        fail(error)
+    with opened(db, create=False, **stale_options) as book:
+
+        def read(after: str | None, size: int) -> Page[HoldView]:
+            return book.holds(
+                stale=stale,
+                user=user,
+                pool_uid=pool_uid,
+                older_than=older_than,
+                limit=size,
+                before=after,
+            )
+
+        if as_csv:
+            first = read(before, EXPORT_PAGE)
+            _write_csv(_pages(first, lambda after: read(after, EXPORT_PAGE)), views.HOLD_COLUMNS)
+            return
+        page = read(before, limit)
+    if as_json:
+        emit(views.holds_dict(page.items, page.next))
+        return
+    if not page.items:
+        click.echo("no open holds" if not stale else "no stale holds")
+    for hold in page.items:
+        click.echo(views.hold_text(hold))
+    if page.next is not None:
+        click.echo(f"next page: --before {page.next}")
+
+
+@main.command()
+@db_option
+@click.option("--since", default=None, help="From this moment (inclusive), ISO 8601 with a zone.")
+@click.option("--until", default=None, help="Until this moment (exclusive), ISO 8601 with a zone.")
+@click.option("--currency", default=None, help="Only this currency.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def house(
+    db: str, since: str | None, until: str | None, currency: str | None, as_json: bool
+) -> None:
+    """Show the house accounts per currency, and the period's deposits, withdrawals, stakes
+    captured, rake earned, prizes paid, ticket-funded entries, refunds, entries and players."""
+    with opened(db, create=False) as book:
+        report = book.house(since, until, currency)
+    if as_json:
+        emit(report.to_dict())
+        return
+    for line in views.house_lines(report):
+        click.echo(line)
+
+
+def _pages(first: Page[Any], read: Callable[[str], Page[Any]]) -> Iterator[dict[str, Any]]:
+    """The items of ``first`` and of every page after it, as dicts, read as they are needed."""
+    page = first
+    while True:
+        yield from (item.to_dict() for item in page.items)
+        if page.next is None:
+            return
+        page = read(page.next)
+
+
+def _write_csv(rows: Iterator[dict[str, Any]], columns: Sequence[str]) -> None:
+    for text in csv_lines(rows, columns):
+        click.echo(text, nl=False)
 
 
 @main.command()

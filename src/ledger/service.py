@@ -8,9 +8,9 @@ of work of their own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from threading import Lock
 from types import TracebackType
@@ -36,11 +36,19 @@ from .directory import Seen, TournamentSeen, UserSeen
 from .domain import ClosedBets, Entry, PlacedBets, PlaceRequest, RefundItem, SettleClaim
 from .errors import InvalidRequest, LedgerError, UserNotFound
 from .money import from_minor, parse_decimal, render, to_minor
-from .paging import DEFAULT_LIMIT, Page, check_limit, page_of, position
+from .paging import DEFAULT_LIMIT, EXPORT_PAGE, Page, check_limit, every, page_of, position
+from .settings import (
+    DEFAULT_STALE_HOLD_DAYS,
+    DEFAULT_STALE_HOLD_GRACE,
+    SettingsError,
+    parse_duration,
+)
 from .stores import (
+    AccountBalance,
     BetRecord,
     CheckReport,
     PostingRecord,
+    StaleRule,
     Store,
     TournamentRecord,
     UnitOfWork,
@@ -48,14 +56,18 @@ from .stores import (
     open_store,
 )
 from .views import (
+    HOUSE_FIELDS,
     Balance,
     BetPosting,
     BetView,
+    HoldView,
+    HouseReport,
     Movement,
     PoolReport,
     StatementLine,
     TournamentView,
     UserView,
+    timestamp_text,
 )
 from .writer import (
     Command,
@@ -73,7 +85,10 @@ from .writer import (
 if TYPE_CHECKING:
     from .reconcile import Reconciliation, Source
 
-__all__ = ["ClosedBets", "Ledger", "PlacedBets", "open_ledger"]
+__all__ = ["ClosedBets", "Ledger", "PlacedBets", "open_ledger", "parse_instant"]
+
+# The house summary's fields that count entries rather than amounts.
+HOUSE_COUNTS = frozenset({"entries", "ticket_entries", "unique_players"})
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -102,8 +117,12 @@ class Ledger:
         max_queue: int = 10_000,
         max_wait: float = 10.0,
         threads: int = 16,
+        stale_hold_grace: timedelta = DEFAULT_STALE_HOLD_GRACE,
+        stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS,
     ) -> None:
         self.store = store
+        self.stale_hold_grace = stale_hold_grace
+        self.stale_hold_days = stale_hold_days
         self.currencies = currencies or CurrencyTable()
         direct = DirectWriter(
             store, max_attempts=max_attempts, threads=threads, max_queue=max_queue
@@ -305,6 +324,9 @@ class Ledger:
         user = check_user(user)
         wanted = check_currency(currency) if currency else None
         rows = self._read(lambda uow: uow.balances(user))
+        return self._balances(rows, wanted)
+
+    def _balances(self, rows: list[AccountBalance], wanted: str | None) -> list[Balance]:
         result = [
             Balance(
                 row.currency,
@@ -325,17 +347,32 @@ class Ledger:
         currency: str | None = None,
         *,
         limit: int = 50,
-        before: int | None = None,
+        before: int | str | None = None,
     ) -> list[StatementLine]:
-        """The user's movements, newest first; page with ``before`` = the last line's ``id``."""
+        """The user's movements, newest first; page with ``before`` = the last line's ``id``
+        (or use :meth:`statement_page` and its opaque cursor)."""
+        return self.statement_page(user, currency, limit=limit, before=before).items
+
+    def statement_page(
+        self,
+        user: str,
+        currency: str | None = None,
+        *,
+        limit: int = 50,
+        before: int | str | None = None,
+    ) -> Page[StatementLine]:
+        """A page of the user's movements, newest first, each with the balance after it.
+
+        ``before`` is the previous page's ``next`` (an opaque cursor) or, as before cursors
+        existed, a line ``id`` (an integer, or its decimal text): only older lines follow.
+        """
         user = check_user(user)
         wanted = check_currency(currency) if currency else None
-        if not 1 <= limit <= 10_000:
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
-        if before is not None:
-            before = check_id(before, "before")
-        rows = self._read(lambda uow: uow.statement(user, wanted, limit, before))
-        return [
+        older_than = _statement_position(before)
+        rows = self._read(lambda uow: uow.statement(user, wanted, limit + 1, older_than))
+        lines = [
             StatementLine(
                 id=row.id,
                 created_at=row.created_at,
@@ -346,9 +383,134 @@ class Ledger:
                 bet_uid=row.bet_uid,
                 reference=row.reference,
                 transaction_id=row.transaction_id,
+                balance_after=(
+                    None
+                    if row.balance_after is None
+                    else self._decimal(row.balance_after, row.currency)
+                ),
+                pool_uid=row.pool_uid,
             )
             for row in rows
         ]
+        return page_of(lines, limit, lambda line: (line.id,))
+
+    def statement_export(self, user: str, currency: str | None = None) -> Iterator[StatementLine]:
+        """Every line of the user's statement, newest first, read a page at a time (for CSV)."""
+        return every(
+            lambda after: self.statement_page(user, currency, limit=EXPORT_PAGE, before=after)
+        )
+
+    def balance_at(
+        self, user: str, at: datetime | str, currency: str | None = None
+    ) -> list[Balance]:
+        """The user's balances at the moment ``at`` (ISO 8601 with a zone), exactly: per
+        account, the balance its last posting at or before ``at`` left. Currencies the user
+        had no posting in by then are left out (or zero, for the ``currency`` asked for)."""
+        user = check_user(user)
+        moment = parse_instant(at, "at")
+        wanted = check_currency(currency) if currency else None
+        rows = self._read(lambda uow: uow.balances_at(user, moment))
+        return self._balances(rows, wanted)
+
+    def holds(
+        self,
+        *,
+        stale: bool = False,
+        user: str | None = None,
+        pool_uid: int | None = None,
+        older_than: timedelta | str | None = None,
+        limit: int = 50,
+        before: str | None = None,
+    ) -> Page[HoldView]:
+        """Open holds (placed bets not yet settled or refunded), oldest first, a page at a time.
+
+        ``stale``: only those to chase (see :meth:`stale_rule`); ``older_than``: placed longer
+        ago than this (a ``timedelta``, or text such as ``2d``, ``12h``); ``before``: the
+        previous page's ``next``.
+        """
+        who = check_user(user) if user is not None else None
+        pool = check_id(pool_uid, "pool") if pool_uid is not None else None
+        limit = check_limit(limit)
+        after = position(before, str, int)
+        start = None if after is None else (parse_instant(str(after[0]), "before"), int(after[1]))
+        rule = self.stale_rule()
+        age = _duration(older_than, "older_than") if older_than is not None else None
+        placed_by = None if age is None else rule.now - age
+        rows = self._read(
+            lambda uow: uow.holds(
+                limit=limit + 1,
+                after=start,
+                user=who,
+                pool_uid=pool,
+                placed_by=placed_by,
+                rule=rule,
+                only_stale=stale,
+            )
+        )
+        views = [
+            HoldView(
+                uid=row.uid,
+                user=row.user,
+                pool_uid=row.pool_uid,
+                currency=row.currency,
+                amount=self._decimal(row.amount, row.currency),
+                rake=self._decimal(row.rake, row.currency),
+                funding=row.funding,
+                placed_at=row.placed_at,
+                stale=row.stale,
+            )
+            for row in rows
+        ]
+        return page_of(views, limit, lambda hold: (timestamp_text(hold.placed_at), hold.uid))
+
+    def holds_export(self, *, stale: bool = False, **filters: Any) -> Iterator[HoldView]:
+        """Every open hold the filters of :meth:`holds` select, read a page at a time."""
+        return every(
+            lambda after: self.holds(stale=stale, limit=EXPORT_PAGE, before=after, **filters)
+        )
+
+    def stale_rule(self) -> StaleRule:
+        """When an open hold is stale, now: its tournament's estimated end plus the grace
+        (``LEDGER_STALE_HOLD_GRACE``) has passed or, without an end time, it is older than
+        ``LEDGER_STALE_HOLD_DAYS``."""
+        return StaleRule(
+            now=datetime.now(UTC),
+            grace=self.stale_hold_grace,
+            max_age=timedelta(days=self.stale_hold_days),
+        )
+
+    def count_stale_holds(self) -> int:
+        """How many open holds are stale now (the ``ledger_stale_holds`` gauge)."""
+        rule = self.stale_rule()
+        return self._read(lambda uow: uow.count_stale_holds(rule))
+
+    def house(
+        self,
+        since: datetime | str | None = None,
+        until: datetime | str | None = None,
+        currency: str | None = None,
+    ) -> HouseReport:
+        """Per currency, the house accounts' balances now, and over ``[since, until)``:
+        deposits, withdrawals, stakes captured, rake earned, prizes paid, ticket-funded
+        entries, refunds, entries and unique players, exact from the postings and bets."""
+        start = None if since is None else parse_instant(since, "since")
+        end = None if until is None else parse_instant(until, "until")
+        wanted = check_currency(currency) if currency else None
+        if start is not None and end is not None and end < start:
+            raise InvalidRequest("until must not be before since")
+        rows = self._read(lambda uow: uow.house_totals(start, end, wanted))
+        currencies = []
+        for row in rows:
+            scale = self.currencies.scale(row.currency)
+            item: dict[str, Any] = {
+                "currency": row.currency,
+                "balances": {name: render(value, scale) for name, value in row.balances.items()},
+            }
+            for name in HOUSE_FIELDS:
+                value = getattr(row, name)
+                item[name] = value if name in HOUSE_COUNTS else render(value, scale)
+            currencies.append(item)
+        return HouseReport(since=start, until=end, currencies=currencies)
 
     def bet(self, uid: int) -> BetView | None:
         """The recorded bet with its user's and tournament's names and its postings, or
@@ -699,6 +861,8 @@ def open_ledger(
     max_queue: int = 10_000,
     max_wait: float = 10.0,
     threads: int = 16,
+    stale_hold_grace: timedelta = DEFAULT_STALE_HOLD_GRACE,
+    stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS,
     **store_options: Any,
 ) -> Ledger:
     """Open the ledger in the database ``url`` names (the one composition root of the library).
@@ -708,7 +872,9 @@ def open_ledger(
     applies concurrent writes in shared transactions, one durable commit per batch; at most
     ``max_queue`` writes wait for the writer, and none is queued while it has been stuck on one
     batch for ``max_wait`` seconds (both refused with 503 ``store.busy``). ``threads`` writers
-    apply the writes that do not go through group commit.
+    apply the writes that do not go through group commit. An open hold is stale once its
+    tournament's estimated end plus ``stale_hold_grace`` has passed or, without an end time,
+    after ``stale_hold_days`` (see :meth:`Ledger.stale_rule`).
     """
     store = open_store(url, migrate=migrate, **store_options)
     return Ledger(
@@ -718,4 +884,51 @@ def open_ledger(
         max_queue=max_queue,
         max_wait=max_wait,
         threads=threads,
+        stale_hold_grace=stale_hold_grace,
+        stale_hold_days=stale_hold_days,
     )
+
+
+def parse_instant(value: datetime | str, name: str) -> datetime:
+    """A moment given as ISO 8601 text (or a ``datetime``), which must name its zone.
+
+    A time without a zone is refused (400) rather than guessed: "midnight" in the operator's
+    zone and in UTC are hours apart, and the balances between them differ.
+    """
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidRequest(
+                f"{name}: expected an ISO 8601 time such as 2026-11-20T00:00:00Z, got {value!r}"
+            ) from None
+    elif isinstance(value, datetime):
+        moment = value
+    else:
+        raise InvalidRequest(f"{name}: expected an ISO 8601 time")
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise InvalidRequest(f"{name}: {value!s} has no zone; add Z (UTC) or an offset (+02:00)")
+    return moment.astimezone(UTC)
+
+
+def _statement_position(before: int | str | None) -> int | None:
+    """The posting id a statement page continues below: from a cursor, or a bare id."""
+    if before is None or before == "":
+        return None
+    if isinstance(before, str) and before.strip().lstrip("-").isdigit():
+        before = int(before)
+    if isinstance(before, int):
+        return check_id(before, "before")
+    found = position(before, int)
+    return None if found is None else check_id(found[0], "before")
+
+
+def _duration(value: timedelta | str, name: str) -> timedelta:
+    if isinstance(value, timedelta):
+        if value < timedelta(0):
+            raise InvalidRequest(f"{name}: must not be negative")
+        return value
+    try:
+        return parse_duration(value, name)
+    except SettingsError as error:
+        raise InvalidRequest(str(error)) from None

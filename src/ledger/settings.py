@@ -11,12 +11,23 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from .currencies import CurrencyTable
 from .deliveries import DEFAULT_RETENTION_DAYS
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "HMAC_ALGORITHMS", "Network", "Settings", "SettingsError"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_STALE_HOLD_DAYS",
+    "DEFAULT_STALE_HOLD_GRACE",
+    "HMAC_ALGORITHMS",
+    "Network",
+    "Settings",
+    "SettingsError",
+    "parse_duration",
+    "stale_hold_options",
+]
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -28,6 +39,9 @@ DEFAULT_MAX_BODY_BYTES = 512 * 1024 * 1024
 HMAC_ALGORITHMS = ("HS256", "HS384", "HS512")
 
 MIN_OPERATOR_TOKEN_LENGTH = 16
+
+DEFAULT_STALE_HOLD_GRACE = timedelta(hours=6)
+DEFAULT_STALE_HOLD_DAYS = 7.0
 
 
 class SettingsError(ValueError):
@@ -68,6 +82,10 @@ class Settings:
     # The delivery journal (ledger.deliveries). Off only to measure what it costs.
     delivery_journal: bool = True
     delivery_retention_days: int = DEFAULT_RETENTION_DAYS
+    # Open holds to chase with the platform (`ledger holds --stale`, the ledger_stale_holds
+    # gauge): see stale_hold_options().
+    stale_hold_grace: timedelta = DEFAULT_STALE_HOLD_GRACE
+    stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS
 
     def __post_init__(self) -> None:
         if not self.database_url.startswith(("sqlite", "postgres")):
@@ -114,6 +132,8 @@ class Settings:
             raise SettingsError("LEDGER_DELIVERY_RETENTION_DAYS: must be at least 1")
         if self.shutdown_timeout <= 0:
             raise SettingsError("LEDGER_SHUTDOWN_TIMEOUT: must be > 0")
+        if self.stale_hold_grace < timedelta(0) or self.stale_hold_days <= 0:
+            raise SettingsError("LEDGER_STALE_HOLD_GRACE >= 0 and LEDGER_STALE_HOLD_DAYS > 0")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -161,6 +181,7 @@ class Settings:
             options["tls_min_version"] = tls
         if (level := get("LEDGER_LOG_LEVEL")) is not None:
             options["log_level"] = level.upper()
+        options.update(stale_hold_options(environ))
         try:
             options["currencies"] = CurrencyTable.from_env(environ)
         except ValueError as exc:
@@ -173,6 +194,8 @@ class Settings:
             "max_queue": self.writer_max_queue,
             "max_wait": self.writer_max_wait,
             "threads": self.worker_threads,
+            "stale_hold_grace": self.stale_hold_grace,
+            "stale_hold_days": self.stale_hold_days,
             **self.store_options(),
         }
 
@@ -186,6 +209,42 @@ class Settings:
             "connect_timeout": min(self.db_timeout, 5.0),
             "pool_size": self.db_pool_size,
         }
+
+
+def stale_hold_options(environ: Mapping[str, str]) -> dict[str, Any]:
+    """``stale_hold_grace`` and ``stale_hold_days`` from ``LEDGER_STALE_HOLD_GRACE`` (a duration:
+    ``6h``, ``90m``, ``30s``, ``1d``; a bare number is hours) and ``LEDGER_STALE_HOLD_DAYS`` (a
+    number of days), where set. The server and the ``ledger`` command read the same variables."""
+    options: dict[str, Any] = {}
+    grace = environ.get("LEDGER_STALE_HOLD_GRACE", "").strip()
+    if grace:
+        options["stale_hold_grace"] = parse_duration(grace, "LEDGER_STALE_HOLD_GRACE")
+    days = environ.get("LEDGER_STALE_HOLD_DAYS", "").strip()
+    if days:
+        try:
+            options["stale_hold_days"] = float(days)
+        except ValueError:
+            raise SettingsError(f"LEDGER_STALE_HOLD_DAYS={days!r}: expected a number") from None
+        if not 0 < options["stale_hold_days"] < 100_000:
+            raise SettingsError(f"LEDGER_STALE_HOLD_DAYS={days!r}: expected days > 0")
+    return options
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str, name: str) -> timedelta:
+    """``6h``, ``90m``, ``30s``, ``1d``, or a bare number of hours, as a duration >= 0."""
+    text = text.strip().lower()
+    unit = _UNITS.get(text[-1:])
+    number = text[:-1] if unit is not None else text
+    try:
+        value = float(number) * (unit or 3600)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 10**9:  # also refuses nan and inf
+        raise SettingsError(f"{name}={text!r}: expected a duration such as 6h, 90m or 1d")
+    return timedelta(seconds=value)
 
 
 def _split(text: str | None) -> tuple[str, ...]:

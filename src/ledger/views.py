@@ -23,11 +23,16 @@ if TYPE_CHECKING:
 __all__ = [
     "BET_COLUMNS",
     "DELIVERY_COLUMNS",
+    "HOLD_COLUMNS",
+    "HOUSE_FIELDS",
+    "STATEMENT_COLUMNS",
     "TOURNAMENT_COLUMNS",
     "USER_COLUMNS",
     "Balance",
     "BetPosting",
     "BetView",
+    "HoldView",
+    "HouseReport",
     "Movement",
     "PoolReport",
     "StatementLine",
@@ -35,6 +40,7 @@ __all__ = [
     "UserView",
     "amount_text",
     "balance_lines",
+    "balances_at_dict",
     "balances_dict",
     "bet_row_text",
     "bet_text",
@@ -43,8 +49,10 @@ __all__ = [
     "deliveries_dict",
     "delivery_dict",
     "delivery_text",
+    "hold_text",
+    "holds_dict",
+    "house_lines",
     "movement_text",
-    "next_before",
     "statement_dict",
     "statement_line_text",
     "timestamp_text",
@@ -103,6 +111,9 @@ class StatementLine:
     bet_uid: int | None
     reference: str | None
     transaction_id: int
+    # The account's (available or held) balance after this line; pool of the line's bet.
+    balance_after: Decimal | None = None
+    pool_uid: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +126,89 @@ class StatementLine:
             "bet_uid": self.bet_uid,
             "reference": self.reference,
             "transaction_id": self.transaction_id,
+            "balance_after": None
+            if self.balance_after is None
+            else amount_text(self.balance_after),
+            "pool_uid": self.pool_uid,
+        }
+
+
+STATEMENT_COLUMNS = (
+    "id",
+    "created_at",
+    "account",
+    "currency",
+    "amount",
+    "balance_after",
+    "kind",
+    "bet_uid",
+    "pool_uid",
+    "reference",
+    "transaction_id",
+)
+"""The columns of a statement's CSV export, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class HoldView:
+    """An open hold: a placed bet not yet settled or refunded, and whether it is stale."""
+
+    uid: int
+    user: str
+    pool_uid: int
+    currency: str
+    amount: Decimal
+    rake: Decimal
+    funding: str
+    placed_at: datetime
+    stale: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "uid": self.uid,
+            "user": self.user,
+            "pool_uid": self.pool_uid,
+            "currency": self.currency,
+            "amount": amount_text(self.amount),
+            "rake": amount_text(self.rake),
+            "funding": self.funding,
+            "placed_at": timestamp_text(self.placed_at),
+            "stale": self.stale,
+        }
+
+
+HOLD_COLUMNS = (
+    "uid",
+    "user",
+    "pool_uid",
+    "currency",
+    "amount",
+    "rake",
+    "funding",
+    "placed_at",
+    "stale",
+)
+"""The columns of the holds' CSV export, in order."""
+
+
+@dataclass(frozen=True, slots=True)
+class HouseReport:
+    """The house per currency: its accounts' balances now, and a period's totals.
+
+    ``currencies`` items: ``{"currency", "balances": {account: amount}, "deposits",
+    "withdrawals", "stakes_captured", "rake_earned", "prizes_paid", "ticket_funded",
+    "refunds", "entries", "ticket_entries", "unique_players"}``, amounts as decimal strings.
+    """
+
+    since: datetime | None
+    until: datetime | None
+    currencies: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "since": None if self.since is None else timestamp_text(self.since),
+            "until": None if self.until is None else timestamp_text(self.until),
+            "currencies": self.currencies,
         }
 
 
@@ -244,17 +338,32 @@ def balances_dict(user: str, balances: Sequence[Balance]) -> dict[str, Any]:
     return {"user": user, "balances": [balance.to_dict() for balance in balances]}
 
 
-def next_before(lines: Sequence[StatementLine], limit: int) -> int | None:
-    """The cursor of the page after ``lines``: a full page may have more behind it, a short one
-    is the last."""
-    return lines[-1].id if lines and len(lines) == limit else None
-
-
 def statement_dict(
-    user: str, lines: Sequence[StatementLine], next_page: int | None
+    user: str, lines: Sequence[StatementLine], next_cursor: str | None
 ) -> dict[str, Any]:
-    """``{"user", "lines": [...], "next_before"}``: pass ``next_before`` as ``before`` to page."""
-    return {"user": user, "lines": [line.to_dict() for line in lines], "next_before": next_page}
+    """``{"user", "lines": [...], "next", "next_before"}``: pass ``next`` (the opaque cursor) or
+    ``next_before`` (the last line's id, the older form) as ``before`` for the next page; both
+    are ``null`` on the last page."""
+    return {
+        "user": user,
+        "lines": [line.to_dict() for line in lines],
+        "next": next_cursor,
+        "next_before": lines[-1].id if next_cursor is not None and lines else None,
+    }
+
+
+def holds_dict(holds: Sequence[HoldView], next_cursor: str | None) -> dict[str, Any]:
+    """``{"holds": [...], "next"}``: pass ``next`` as ``before`` for the next page."""
+    return {"holds": [hold.to_dict() for hold in holds], "next": next_cursor}
+
+
+def balances_at_dict(user: str, at: datetime, balances: Sequence[Balance]) -> dict[str, Any]:
+    """``{"user", "at", "balances": [...]}``: the balances at that moment."""
+    return {
+        "user": user,
+        "at": timestamp_text(at),
+        "balances": [balance.to_dict() for balance in balances],
+    }
 
 
 def check_dict(report: CheckReport) -> dict[str, Any]:
@@ -334,10 +443,49 @@ def balance_lines(user: str, balances: Sequence[Balance]) -> list[str]:
 
 def statement_line_text(line: StatementLine) -> str:
     subject = f"bet {line.bet_uid}" if line.bet_uid is not None else line.reference or ""
+    if line.pool_uid is not None:
+        subject += f" pool {line.pool_uid}"
+    after = "" if line.balance_after is None else f" -> {amount_text(line.balance_after):>14}"
     return (
         f"{line.created_at:%Y-%m-%d %H:%M:%S}  {line.kind:<10} {line.account:<9} "
-        f"{amount_text(line.amount):>14} {line.currency}  {subject}"
+        f"{amount_text(line.amount):>14}{after} {line.currency}  {subject}"
     )
+
+
+def hold_text(hold: HoldView) -> str:
+    stale = "  STALE" if hold.stale else ""
+    return (
+        f"{timestamp_text(hold.placed_at)}  bet {hold.uid}  user {hold.user}  pool "
+        f"{hold.pool_uid}  {amount_text(hold.amount)} + rake {amount_text(hold.rake)} "
+        f"{hold.currency} ({hold.funding}){stale}"
+    )
+
+
+HOUSE_FIELDS = (
+    "deposits",
+    "withdrawals",
+    "stakes_captured",
+    "rake_earned",
+    "prizes_paid",
+    "ticket_funded",
+    "refunds",
+    "entries",
+    "ticket_entries",
+    "unique_players",
+)
+
+
+def house_lines(report: HouseReport) -> list[str]:
+    since = "the beginning" if report.since is None else timestamp_text(report.since)
+    until = "now" if report.until is None else timestamp_text(report.until)
+    lines = [f"house from {since} until {until}"]
+    if not report.currencies:
+        lines.append("no house accounts")
+    for item in report.currencies:
+        lines.append(item["currency"])
+        lines.extend(f"  {name:<16} {amount}" for name, amount in item["balances"].items())
+        lines.extend(f"  {name:<16} {item[name]}" for name in HOUSE_FIELDS)
+    return lines
 
 
 def bet_text(bet: BetView) -> str:

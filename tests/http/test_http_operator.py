@@ -179,11 +179,19 @@ def test_statement_filters_by_currency(wallet: Wallet) -> None:
     assert [(line["currency"], line["amount"]) for line in body["lines"]] == [("JPY", "7")]
 
 
-@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": "x"}, {"before": "y"}])
-def test_statement_with_bad_paging_is_400(wallet: Wallet, params: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("params", "key"),
+    [
+        ({"limit": 0}, "request.invalid"),
+        ({"limit": "x"}, "request.invalid"),
+        # Neither a line id nor a cursor this API gave.
+        ({"before": "y"}, "request.invalid_cursor"),
+    ],
+)
+def test_statement_with_bad_paging_is_400(wallet: Wallet, params: dict[str, Any], key: str) -> None:
     response = admin_get(wallet, "/admin/users/u1/statement", **params)
     assert response.status_code == 400
-    assert response.json()["error"] == "request.invalid"
+    assert response.json()["error"] == key
 
 
 def test_bet_view_shows_state_and_amounts(wallet: Wallet) -> None:

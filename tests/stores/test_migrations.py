@@ -11,11 +11,13 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.exc import DBAPIError
 
 import ledger
 from ledger.stores.migrations import current_revision, head_revision, upgrade
 from ledger.stores.postgres import normalize_url
 from ledger.stores.schema import bets, metadata
+from ledger.stores.sqlite import SqliteStore
 
 
 def test_migrated_database_matches_the_schema_metadata(store_url: str) -> None:
@@ -177,3 +179,73 @@ def test_upgrade_to_0004_backfills_tournaments_and_users_from_the_bets(empty_url
 def utc(moment: datetime) -> datetime:
     """An aware datetime (SQLite hands back naive UTC)."""
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def test_upgrade_to_0005_backfills_running_balances_and_restores_the_append_only_guard(
+    empty_url: str,
+) -> None:
+    # On SQLite, the store's own engine: the balancing trigger adds with ledger_sum.
+    engine = (
+        SqliteStore(empty_url, migrate=False).engine
+        if empty_url.startswith("sqlite")
+        else create_engine(normalize_url(empty_url))
+    )
+    legs = [(1, 10_000), (2, 25_000), (3, -5_000)]  # two deposits and a withdrawal, in cents
+    try:
+        with engine.begin() as connection:
+            upgrade(connection, "0002")
+            for txn, amount in legs:
+                connection.execute(
+                    text(
+                        "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
+                        "(:n, 'house:cash', 'EUR', :minus), (:n, 'user:u1', 'EUR', :amount)"
+                    ),
+                    {"n": txn, "amount": amount, "minus": -amount},
+                )
+                connection.execute(
+                    text(
+                        "INSERT INTO transactions (id, idempotency_key, kind, user_uid, "
+                        "reference, created_at) VALUES (:n, :key, :kind, 'u1', :ref, "
+                        "CURRENT_TIMESTAMP)"
+                    ),
+                    {
+                        "n": txn,
+                        "key": f"m:{txn}",
+                        "kind": "deposit" if amount > 0 else "withdrawal",
+                        "ref": f"r{txn}",
+                    },
+                )
+            for name, kind, total in (
+                ("house:cash", "house", -30_000),
+                ("user:u1", "available", 30_000),
+            ):
+                connection.execute(
+                    text(
+                        "INSERT INTO accounts (name, currency, kind, balance) "
+                        "VALUES (:name, 'EUR', :kind, :total)"
+                    ),
+                    {"name": name, "kind": kind, "total": total},
+                )
+            if not empty_url.startswith("sqlite"):
+                connection.execute(text("SELECT setval('transaction_ids', 3)"))
+        with engine.begin() as connection:
+            upgrade(connection)
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT account, balance_after FROM postings ORDER BY id")
+            ).all()
+            assert [(account, int(after)) for account, after in rows] == [
+                ("house:cash", -10_000),
+                ("user:u1", 10_000),
+                ("house:cash", -35_000),
+                ("user:u1", 35_000),
+                ("house:cash", -30_000),
+                ("user:u1", 30_000),
+            ]
+        with pytest.raises(DBAPIError, match="append-only"), engine.begin() as connection:
+            connection.execute(text("UPDATE postings SET balance_after = 0"))
+    finally:
+        engine.dispose()
+    with ledger.open_ledger(empty_url, migrate=True) as book:
+        assert book.check().ok
+        assert book.statement("u1")[0].balance_after == Decimal("300.00")

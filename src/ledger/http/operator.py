@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated, Any
 
 from litestar import Request, Response, Router, get, post
@@ -33,10 +33,10 @@ from .. import views
 from ..contract import check_id, parse_json
 from ..deliveries import DeliveryFilter
 from ..errors import BetNotFound, InvalidRequest, UserNotFound
-from ..paging import DEFAULT_LIMIT, EXPORT_PAGE, csv_lines, every
-from ..service import Ledger
+from ..paging import DEFAULT_LIMIT, EXPORT_PAGE, Page, csv_lines, every
+from ..service import Ledger, parse_instant
 from ..settings import Settings
-from ..views import Movement, StatementLine
+from ..views import Balance, HoldView, Movement, StatementLine
 from .auth import check_operator, client_address
 from .callbacks import require_json
 from .logs import fingerprint, iso_utc
@@ -99,10 +99,27 @@ def operator_router(runtime: Runtime) -> Router:
 
     @get(
         "/users/{uid:str}/balances",
-        summary="A user's available and held balances",
+        summary="A user's available and held balances, now or at a past moment",
         **operator_docs("request.invalid", "user.not_found"),
     )
-    async def balances(uid: UserId) -> dict[str, Any]:
+    async def balances(
+        uid: UserId,
+        at: Annotated[
+            str | None,
+            QueryParameter(
+                description="ISO 8601 moment with a zone (2026-11-20T00:00:00Z): the balances "
+                "then, exactly"
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        if at is not None:
+            moment = parse_instant(at, "at")
+
+            def read_at(ledger: Ledger) -> list[Balance]:
+                ledger.require_user(uid)
+                return ledger.balance_at(uid, moment)
+
+            return views.balances_at_dict(uid, moment, await runtime.call(read_at))
         found = await runtime.call(lambda ledger: ledger.user(uid))
         if found is None:
             # Not an empty 200: an unknown user must not look like one with nothing.
@@ -111,27 +128,110 @@ def operator_router(runtime: Runtime) -> Router:
 
     @get(
         "/users/{uid:str}/statement",
-        summary="A user's movements, newest first, paginated",
-        **operator_docs("request.invalid", "user.not_found"),
+        summary="A user's movements, newest first, with the balance after each; paginated",
+        **operator_docs("request.invalid", "request.invalid_cursor", "user.not_found"),
     )
     async def statement(
         uid: UserId,
         currency: Annotated[str | None, QueryParameter(description="Only this currency")] = None,
         limit: Annotated[int, QueryParameter(description="Page size", ge=1, le=10_000)] = 50,
         before: Annotated[
-            int | None, QueryParameter(description="The previous page's next_before")
+            str | None,
+            QueryParameter(description="The previous page's next (or, older form, next_before)"),
         ] = None,
-    ) -> dict[str, Any]:
-        """Page through with ``before`` set to the previous page's ``next_before``."""
-        if before is not None:
-            check_id(before, "before")
+        format: Annotated[
+            str, QueryParameter(description="json, or csv for every line (streamed)")
+        ] = "json",
+    ) -> Any:
+        """Page through with ``before`` set to the previous page's ``next``;
+        ``format=csv`` exports every line from ``before`` on, read a page at a time."""
+        csv = _csv_format(format)
 
-        def read(ledger: Ledger) -> list[StatementLine]:
+        def read(ledger: Ledger) -> Page[StatementLine]:
+            # The page first: a bad cursor is a 400 whoever the user is.
+            page = ledger.statement_page(
+                uid, currency, limit=EXPORT_PAGE if csv else limit, before=before
+            )
             ledger.require_user(uid)
-            return ledger.statement(uid, currency, limit=limit, before=before)
+            return page
 
-        lines = await runtime.call(read)
-        return views.statement_dict(uid, lines, views.next_before(lines, limit))
+        page = await runtime.call(read)
+        if csv:
+            return _csv_stream(
+                runtime,
+                page,
+                lambda ledger, after: ledger.statement_page(
+                    uid, currency, limit=EXPORT_PAGE, before=after
+                ),
+                views.STATEMENT_COLUMNS,
+                f"statement-{uid}.csv",
+            )
+        return views.statement_dict(uid, page.items, page.next)
+
+    @get(
+        "/holds",
+        summary="Open holds (placed bets not yet settled or refunded), oldest first",
+        **operator_docs("request.invalid", "request.invalid_cursor"),
+    )
+    async def holds(
+        stale: Annotated[
+            bool, QueryParameter(description="Only the stale ones: the bets to chase")
+        ] = False,
+        user: Annotated[str | None, QueryParameter(description="Only this user's")] = None,
+        pool: Annotated[str | None, QueryParameter(description="Only this tournament's")] = None,
+        older_than: Annotated[
+            str | None, QueryParameter(description="Placed longer ago than this: 2d, 12h, 90m")
+        ] = None,
+        limit: Annotated[int, QueryParameter(description="Page size", ge=1, le=1000)] = 50,
+        before: Annotated[
+            str | None, QueryParameter(description="The previous page's next")
+        ] = None,
+        format: Annotated[
+            str, QueryParameter(description="json, or csv for every hold (streamed)")
+        ] = "json",
+    ) -> Any:
+        csv = _csv_format(format)
+        pool_uid = None if pool is None else _parse_id(pool, "pool")
+
+        def read(ledger: Ledger, after: str | None, size: int) -> Page[HoldView]:
+            return ledger.holds(
+                stale=stale,
+                user=user,
+                pool_uid=pool_uid,
+                older_than=older_than,
+                limit=size,
+                before=after,
+            )
+
+        page = await runtime.call(
+            lambda ledger: read(ledger, before, EXPORT_PAGE if csv else limit)
+        )
+        if csv:
+            return _csv_stream(
+                runtime,
+                page,
+                lambda ledger, after: read(ledger, after, EXPORT_PAGE),
+                views.HOLD_COLUMNS,
+                "holds.csv",
+            )
+        return views.holds_dict(page.items, page.next)
+
+    @get(
+        "/house",
+        summary="The house accounts per currency, and a period's totals",
+        **operator_docs("request.invalid"),
+    )
+    async def house(
+        since: Annotated[
+            str | None, QueryParameter(description="ISO 8601 with a zone; from (inclusive)")
+        ] = None,
+        until: Annotated[
+            str | None, QueryParameter(description="ISO 8601 with a zone; until (exclusive)")
+        ] = None,
+        currency: Annotated[str | None, QueryParameter(description="Only this currency")] = None,
+    ) -> dict[str, Any]:
+        found = await runtime.call(lambda ledger: ledger.house(since, until, currency))
+        return found.to_dict()
 
     @get(
         "/bets/{bet_uid:str}",
@@ -226,6 +326,8 @@ def operator_router(runtime: Runtime) -> Router:
         withdrawal,
         balances,
         statement,
+        holds,
+        house,
         bet,
         report,
         check,
@@ -386,6 +488,62 @@ def _log_line(
     }
     line.update({name: _bounded(value) for name, value in details.items()})
     return line
+
+
+class _CsvStream(Stream):
+    """A streamed CSV answer: its own media type, not the route's (JSON for the page form)."""
+
+    def to_asgi_response(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["media_type"] = self.media_type
+        return super().to_asgi_response(*args, **kwargs)
+
+
+def _csv_format(value: str) -> bool:
+    if value not in ("json", "csv"):
+        raise InvalidRequest(f"format: expected json or csv, got {value!r}")
+    return value == "csv"
+
+
+def _csv_stream(
+    runtime: Runtime,
+    first: Page[Any],
+    read: Callable[[Ledger, str], Page[Any]],
+    columns: Sequence[str],
+    filename: str,
+) -> _CsvStream:
+    """CSV of ``first`` and every page after it, read one page at a time as the client takes
+    them: a year of a busy user's statement never sits in memory. The first page is read before
+    answering, so that bad input is still a 4xx; a failure later cuts the stream short."""
+    ledger = runtime.ledger()
+
+    def rows() -> Iterator[dict[str, Any]]:
+        page = first
+        while True:
+            yield from (item.to_dict() for item in page.items)
+            if page.next is None:
+                return
+            page = read(ledger, page.next)
+
+    def chunks() -> Iterator[str]:
+        # Litestar hands each item of a sync iterator over from a worker thread: send ~64 KB
+        # at a time, not a line at a time.
+        buffer: list[str] = []
+        size = 0
+        for line in csv_lines(rows(), columns):
+            buffer.append(line)
+            size += len(line)
+            if size >= 65_536:
+                yield "".join(buffer)
+                buffer, size = [], 0
+        if buffer:
+            yield "".join(buffer)
+
+    return _CsvStream(
+        chunks(),
+        # Litestar appends "; charset=utf-8" to text/* types itself.
+        media_type="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
 
 
 def _parse_id(text: str, name: str) -> int:

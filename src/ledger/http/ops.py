@@ -7,17 +7,24 @@ load balancer stops sending callbacks that could only get 503.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import anyio
 from litestar import Response, get
 from litestar.handlers import HTTPRouteHandler
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ..errors import StoreUnavailable
+from ..errors import LedgerError, StoreUnavailable
 from .openapi import error_responses
 from .runtime import Runtime
 
 __all__ = ["ops_handlers"]
+
+log = logging.getLogger("ledger.server")
+
+# Seconds a scrape waits for the stale-holds count (one index range: milliseconds when healthy).
+STALE_GAUGE_TIMEOUT = 2.0
 
 # Litestar appends "; charset=utf-8" to every text/* type, and prometheus_client's type already
 # carries one: hand Litestar the type without it, so that the answer names its charset once.
@@ -50,6 +57,18 @@ def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
 
     @get("/metrics", summary="Prometheus metrics", tags=["operations"], include_in_schema=False)
     async def metrics() -> Response[bytes]:
+        # Bounded: a frozen database must not cost the scrape every other metric. On failure
+        # or timeout the gauge keeps its last value, and /ready says what is wrong.
+        stale: int | None = None
+        with anyio.move_on_after(STALE_GAUGE_TIMEOUT):
+            try:
+                stale = await runtime.offload(
+                    lambda: runtime.ledger().count_stale_holds(), abandon_on_cancel=True
+                )
+            except LedgerError as exc:
+                log.warning("ledger_stale_holds not updated: %s", exc.message)
+        if stale is not None:
+            runtime.metrics.stale_holds.set(stale)
         return Response(generate_latest(runtime.metrics.registry), media_type=_METRICS_MEDIA_TYPE)
 
     return [health, ready, metrics]

@@ -65,6 +65,13 @@ class Metrics:
             "Callback deliveries being processed.",
             registry=self.registry,
         )
+        # Set at each scrape (GET /metrics) from one index range count.
+        self.stale_holds = Gauge(
+            "ledger_stale_holds",
+            "Open holds past their tournament's end plus LEDGER_STALE_HOLD_GRACE, or older than "
+            "LEDGER_STALE_HOLD_DAYS: the bets to chase with the platform.",
+            registry=self.registry,
+        )
 
 
 class Runtime:

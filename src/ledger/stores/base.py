@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -30,9 +30,12 @@ __all__ = [
     "AccountBalance",
     "BetRecord",
     "CheckReport",
+    "HoldRow",
+    "HouseTotals",
     "PoolTotals",
     "PostingRecord",
     "Retry",
+    "StaleRule",
     "StatementRow",
     "Store",
     "TournamentRecord",
@@ -69,6 +72,9 @@ class StatementRow:
     bet_uid: int | None
     reference: str | None
     transaction_id: int
+    # The account's balance after this posting (NULL only in a database not yet backfilled).
+    balance_after: int | None = None
+    pool_uid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,49 @@ class PoolTotals:
     stakes: int
     rake: int
     payouts: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HoldRow:
+    """An open hold: a placed bet not yet settled or refunded, in minor units."""
+
+    uid: int
+    user: str
+    pool_uid: int
+    currency: str
+    amount: int
+    rake: int
+    funding: str
+    placed_at: datetime
+    stale: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StaleRule:
+    """When an open hold is stale, at ``now``: its tournament's estimated end plus ``grace`` has
+    passed or, without an end time, it was placed more than ``max_age`` ago."""
+
+    now: datetime
+    grace: timedelta
+    max_age: timedelta
+
+
+@dataclass(frozen=True, slots=True)
+class HouseTotals:
+    """One currency of the house over a period, in minor units (counts are entries)."""
+
+    currency: str
+    balances: Mapping[str, int]  # house account name -> balance now
+    deposits: int = 0
+    withdrawals: int = 0
+    stakes_captured: int = 0
+    rake_earned: int = 0
+    prizes_paid: int = 0
+    ticket_funded: int = 0
+    refunds: int = 0
+    entries: int = 0
+    ticket_entries: int = 0
+    unique_players: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +278,33 @@ class UnitOfWork(Protocol):
 
     def prune_deliveries(self, cutoff: datetime, batch: int) -> int:
         """Delete up to ``batch`` of the oldest rows received before ``cutoff``; how many."""
+
+    def balances_at(self, user: str, at: datetime) -> list[AccountBalance]:
+        """The user's balances at ``at``: per account, the running balance of its last posting
+        at or before that moment; currencies without any are left out."""
+
+    def holds(
+        self,
+        *,
+        limit: int,
+        after: tuple[datetime, int] | None,
+        user: str | None,
+        pool_uid: int | None,
+        placed_by: datetime | None,
+        rule: StaleRule,
+        only_stale: bool,
+    ) -> list[HoldRow]:
+        """Open holds, oldest first, after the ``(placed_at, uid)`` keyset position, each saying
+        whether it is stale by ``rule``; only those placed at or before ``placed_by`` when
+        given, only stale ones when ``only_stale``."""
+
+    def count_stale_holds(self, stale: StaleRule) -> int:
+        """How many open holds are stale by ``stale``."""
+
+    def house_totals(
+        self, since: datetime | None, until: datetime | None, currency: str | None
+    ) -> list[HouseTotals]:
+        """Per currency: the house accounts' balances now and the period's totals."""
 
     def check(self) -> CheckReport:
         """Verify invariants 1 to 4 over the whole journal."""

@@ -73,8 +73,16 @@ class Dialect(Protocol):
 
     def upsert_balances(
         self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
-    ) -> None:
-        """Add ``delta`` to each ``(name, currency, kind, delta)`` account, creating it if new."""
+    ) -> dict[tuple[str, str], int]:
+        """Add ``delta`` to each ``(name, currency, kind, delta)`` account, creating it if new;
+        return the balances it leaves (the running balances of the postings start from them)."""
+        ...
+
+    def lock_balances(
+        self, connection: Connection, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], int]:
+        """The balances of the ``(name, currency)`` accounts that exist, locked against every
+        other writer until commit (so the running balances computed from them stay exact)."""
         ...
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:

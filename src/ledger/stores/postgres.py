@@ -181,16 +181,41 @@ class PostgresDialect:
 
     def upsert_balances(
         self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
-    ) -> None:
+    ) -> dict[tuple[str, str], int]:
+        after: dict[tuple[str, str], int] = {}
         for start in range(0, len(rows), BULK_ROWS):
             chunk = rows[start : start + BULK_ROWS]
-            connection.exec_driver_sql(
+            # RETURNING: the balance this statement left, under the row lock it holds until
+            # commit: exact whatever other writers do meanwhile.
+            result = connection.exec_driver_sql(
                 "INSERT INTO accounts (name, currency, kind, balance) "
                 "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::numeric[]) "
                 "ON CONFLICT (name, currency) DO UPDATE "
-                "SET balance = accounts.balance + excluded.balance",
+                "SET balance = accounts.balance + excluded.balance "
+                "RETURNING name, currency, balance",
                 tuple(list(column) for column in zip(*chunk, strict=True)),
             )
+            for name, currency, balance in result:
+                after[(name, currency)] = int(balance)
+        return after
+
+    def lock_balances(
+        self, connection: Connection, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], int]:
+        found: dict[tuple[str, str], int] = {}
+        for start in range(0, len(keys), BULK_ROWS):
+            chunk = keys[start : start + BULK_ROWS]
+            # Locked in key order, like every other writer's: no deadlock between two of them.
+            result = connection.exec_driver_sql(
+                "SELECT a.name, a.currency, a.balance FROM accounts a "
+                "JOIN unnest(%s::text[], %s::text[]) AS v(name, currency) "
+                "ON a.name = v.name AND a.currency = v.currency "
+                "ORDER BY a.name, a.currency FOR UPDATE OF a",
+                tuple(list(column) for column in zip(*chunk, strict=True)),
+            )
+            for name, currency, balance in result:
+                found[(name, currency)] = int(balance)
+        return found
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         changed = 0

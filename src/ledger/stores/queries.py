@@ -10,25 +10,56 @@ from __future__ import annotations
 import functools
 import json
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import Connection, column, func, select, table, tuple_
+from sqlalchemy import (
+    Connection,
+    FromClause,
+    Select,
+    and_,
+    case,
+    column,
+    func,
+    or_,
+    select,
+    table,
+    tuple_,
+)
+from sqlalchemy.sql import ColumnElement
 
-from ..domain import Bet, BetState, Funding, Posting, Transaction, TxnKind
-from .base import AccountBalance, PoolTotals, StatementRow
+from ..domain import (
+    HOUSE_CASH,
+    HOUSE_ENTRIES,
+    HOUSE_PREFIX,
+    HOUSE_PRIZES,
+    HOUSE_RAKE,
+    HOUSE_TICKETS,
+    Bet,
+    BetState,
+    Funding,
+    Posting,
+    Transaction,
+    TxnKind,
+)
+from .base import AccountBalance, HoldRow, HouseTotals, PoolTotals, StaleRule, StatementRow
 from .dialect import Dialect
-from .schema import accounts, bets, from_stored, postings, transactions
+from .schema import accounts, bets, from_stored, postings, tournaments, transactions
 
 __all__ = [
     "BET_SELECT",
     "RECORD_BATCH",
     "account_balances",
     "balances",
+    "balances_at",
     "bet_records",
+    "count_stale_holds",
     "get_bets",
     "get_transaction",
+    "holds",
+    "house_totals",
     "pool_totals",
     "statement",
 ]
@@ -131,9 +162,14 @@ def balances(connection: Connection, user: str) -> list[AccountBalance]:
     query = select(accounts.c.name, accounts.c.currency, accounts.c.balance).where(
         accounts.c.name.in_([available, held])
     )
-    # Two rows per currency at most: combined here rather than summed in SQL.
+    return _per_currency(connection.execute(query), held)
+
+
+def _per_currency(rows: Iterable[Any], held: str) -> list[AccountBalance]:
+    """``(account, currency, balance)`` rows of one user's two accounts as one balance per
+    currency, sorted by currency (two rows per currency at most: combined here, not in SQL)."""
     found: dict[str, dict[str, int]] = defaultdict(dict)
-    for name, currency, balance in connection.execute(query):
+    for name, currency, balance in rows:
         found[currency]["held" if name == held else "available"] = balance
     return [
         AccountBalance(
@@ -148,7 +184,8 @@ def balances(connection: Connection, user: str) -> list[AccountBalance]:
 def statement(
     connection: Connection, user: str, currency: str | None, limit: int, before: int | None
 ) -> list[StatementRow]:
-    """The postings on the user's accounts, newest first, older than posting id ``before``."""
+    """The postings on the user's accounts, newest first, older than posting id ``before``,
+    each with the account's balance after it and its bet's tournament."""
     available, held = f"user:{user}", f"user:{user}:held"
     query = (
         select(
@@ -156,13 +193,19 @@ def statement(
             postings.c.account,
             postings.c.currency,
             postings.c.amount,
+            postings.c.balance_after,
             transactions.c.id.label("txn_id"),
             transactions.c.kind,
             postings.c.bet_uid,
+            bets.c.pool_uid,
             transactions.c.reference,
             transactions.c.created_at,
         )
-        .join(transactions, transactions.c.id == postings.c.txn_id)
+        .select_from(
+            postings.join(transactions, transactions.c.id == postings.c.txn_id).outerjoin(
+                bets, bets.c.uid == postings.c.bet_uid
+            )
+        )
         .where(postings.c.account.in_([available, held]))
         .order_by(postings.c.id.desc())
         .limit(limit)
@@ -182,9 +225,224 @@ def statement(
             bet_uid=row.bet_uid,
             reference=row.reference,
             transaction_id=row.txn_id,
+            balance_after=row.balance_after,
+            pool_uid=row.pool_uid,
         )
         for row in connection.execute(query)
     ]
+
+
+def balances_at(connection: Connection, user: str, at: datetime) -> list[AccountBalance]:
+    """The user's balances at ``at``: per account, the running balance its last posting at or
+    before that moment left. Posting order is time order per account (the store stamps a
+    transaction once its accounts are locked), so the last posting is the highest id."""
+    available, held = f"user:{user}", f"user:{user}:held"
+    last = (
+        select(func.max(postings.c.id))
+        .select_from(postings.join(transactions, transactions.c.id == postings.c.txn_id))
+        .where(
+            postings.c.account.in_([available, held]),
+            transactions.c.created_at <= at.astimezone(UTC),
+        )
+        .group_by(postings.c.account, postings.c.currency)
+    )
+    query = select(postings.c.account, postings.c.currency, postings.c.balance_after).where(
+        postings.c.id.in_(last.scalar_subquery())
+    )
+    return _per_currency(connection.execute(query), held)
+
+
+# --- open holds -----------------------------------------------------------------------------------
+
+
+def stale_condition(rule: StaleRule) -> ColumnElement[bool]:
+    """When an open hold is stale: the one home of the rule.
+
+    A hold whose tournament has an ``estimated_end_time`` is stale once that time plus
+    ``rule.grace`` has passed, whatever its age; without an end time, once it was placed more
+    than ``rule.max_age`` ago. Read from :func:`holds_source`, which joins the tournaments.
+    """
+    return case(
+        (
+            tournaments.c.estimated_end_time.is_not(None),
+            tournaments.c.estimated_end_time <= (rule.now - rule.grace).astimezone(UTC),
+        ),
+        else_=bets.c.placed_at <= (rule.now - rule.max_age).astimezone(UTC),
+    )
+
+
+def holds_source() -> FromClause:
+    """What open holds are read from: the bets, with their tournament's estimated end."""
+    return bets.outerjoin(tournaments, tournaments.c.uid == bets.c.pool_uid)
+
+
+def holds(
+    connection: Connection,
+    *,
+    limit: int,
+    after: tuple[datetime, int] | None,
+    user: str | None,
+    pool_uid: int | None,
+    placed_by: datetime | None,
+    rule: StaleRule,
+    only_stale: bool,
+) -> list[HoldRow]:
+    """Open holds (placed bets), oldest first, after the ``(placed_at, uid)`` position."""
+    query = (
+        select(
+            bets.c.uid,
+            bets.c.user_uid,
+            bets.c.pool_uid,
+            bets.c.currency,
+            bets.c.amount,
+            bets.c.rake,
+            bets.c.funding,
+            bets.c.placed_at,
+            # Computed where it is filtered: the rule has one home.
+            stale_condition(rule).label("stale"),
+        )
+        .select_from(holds_source())
+        .where(bets.c.state == BetState.PLACED.value)
+        .order_by(bets.c.placed_at, bets.c.uid)
+        .limit(limit)
+    )
+    if after is not None:
+        placed_at, uid = after[0].astimezone(UTC), after[1]
+        query = query.where(
+            or_(bets.c.placed_at > placed_at, and_(bets.c.placed_at == placed_at, bets.c.uid > uid))
+        )
+    if user is not None:
+        query = query.where(bets.c.user_uid == user)
+    if pool_uid is not None:
+        query = query.where(bets.c.pool_uid == pool_uid)
+    if placed_by is not None:
+        query = query.where(bets.c.placed_at <= placed_by.astimezone(UTC))
+    if only_stale:
+        query = query.where(stale_condition(rule))
+    return [
+        HoldRow(
+            uid=row.uid,
+            user=row.user_uid,
+            pool_uid=row.pool_uid,
+            currency=row.currency,
+            amount=row.amount,
+            rake=row.rake,
+            funding=row.funding,
+            placed_at=row.placed_at,
+            stale=bool(row.stale),
+        )
+        for row in connection.execute(query)
+    ]
+
+
+def count_stale_holds(connection: Connection, stale: StaleRule) -> int:
+    """How many open holds are stale: one range of the ``bets_open`` index."""
+    query = (
+        select(func.count())
+        .select_from(holds_source())
+        .where(bets.c.state == BetState.PLACED.value, stale_condition(stale))
+    )
+    return int(connection.execute(query).scalar_one())
+
+
+# --- the house ------------------------------------------------------------------------------------
+
+# Which (transaction kind, account) legs make each period total, and the sign that makes it
+# positive: a deposit takes money from house:cash, a withdrawal gives it back, a capture puts
+# stakes on house:entries and rake on house:rake, prizes leave house:prizes, a ticket-funded hold
+# takes from house:tickets, and a refund releases held money (to the user or to house:tickets).
+_HELD = "held"
+HOUSE_TOTALS = {
+    (TxnKind.DEPOSIT.value, HOUSE_CASH): ("deposits", -1),
+    (TxnKind.WITHDRAWAL.value, HOUSE_CASH): ("withdrawals", 1),
+    (TxnKind.SETTLE.value, HOUSE_ENTRIES): ("stakes_captured", 1),
+    (TxnKind.SETTLE.value, HOUSE_RAKE): ("rake_earned", 1),
+    (TxnKind.SETTLE.value, HOUSE_PRIZES): ("prizes_paid", -1),
+    (TxnKind.HOLD.value, HOUSE_TICKETS): ("ticket_funded", -1),
+    (TxnKind.REFUND.value, _HELD): ("refunds", -1),
+}
+
+
+def house_totals(
+    connection: Connection,
+    dialect: Dialect,
+    since: datetime | None,
+    until: datetime | None,
+    currency: str | None,
+) -> list[HouseTotals]:
+    """Per currency: the house accounts' balances now, and the totals of ``[since, until)``
+    summed exactly from the postings (entries and players counted from the bets)."""
+    balances: dict[str, dict[str, int]] = defaultdict(dict)
+    query = select(accounts.c.name, accounts.c.currency, accounts.c.balance).where(
+        accounts.c.kind == "house"
+    )
+    if currency is not None:
+        query = query.where(accounts.c.currency == currency)
+    for name, found_currency, balance in connection.execute(query):
+        balances[found_currency][name] = balance
+
+    totals: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    group = case((postings.c.account.like(f"{HOUSE_PREFIX}%"), postings.c.account), else_=_HELD)
+    legs: Select[Any] = (
+        select(
+            transactions.c.kind, group, postings.c.currency, dialect.exact_sum(postings.c.amount)
+        )
+        .select_from(postings.join(transactions, transactions.c.id == postings.c.txn_id))
+        .where(
+            or_(
+                postings.c.account.like(f"{HOUSE_PREFIX}%"),
+                and_(
+                    transactions.c.kind == TxnKind.REFUND.value,
+                    postings.c.account.like("user:%:held"),
+                ),
+            )
+        )
+        .group_by(transactions.c.kind, group, postings.c.currency)
+    )
+    legs = _period(legs, transactions.c.created_at, since, until)
+    if currency is not None:
+        legs = legs.where(postings.c.currency == currency)
+    for kind, account, found_currency, amount in connection.execute(legs):
+        wanted = HOUSE_TOTALS.get((kind, account))
+        if wanted is not None:
+            name, sign = wanted
+            totals[found_currency][name] += sign * int(amount or 0)
+
+    entries: Select[Any] = select(
+        bets.c.currency,
+        func.count(),
+        func.count(bets.c.user_uid.distinct()),
+        func.count(case((bets.c.funding == Funding.TICKET.value, 1))),
+    ).group_by(bets.c.currency)
+    entries = _period(entries, bets.c.placed_at, since, until)
+    if currency is not None:
+        entries = entries.where(bets.c.currency == currency)
+    for found_currency, count, players, tickets in connection.execute(entries):
+        found = totals[found_currency]
+        found["entries"], found["unique_players"], found["ticket_entries"] = (
+            int(count),
+            int(players),
+            int(tickets),
+        )
+    return [
+        HouseTotals(
+            currency=found_currency,
+            balances=dict(sorted(balances[found_currency].items())),
+            **totals[found_currency],
+        )
+        for found_currency in sorted(set(balances) | set(totals))
+    ]
+
+
+def _period(
+    query: Select[Any], column: ColumnElement[Any], since: datetime | None, until: datetime | None
+) -> Select[Any]:
+    """``query`` within ``[since, until)``."""
+    if since is not None:
+        query = query.where(column >= since.astimezone(UTC))
+    if until is not None:
+        query = query.where(column < until.astimezone(UTC))
+    return query
 
 
 def pool_totals(connection: Connection, dialect: Dialect, pool_uid: int) -> list[PoolTotals]:

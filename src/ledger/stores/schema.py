@@ -148,6 +148,8 @@ transactions = Table(
     Column("user_uid", String(255), nullable=True),
     Column("reference", String(300), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # Period summaries (`ledger house`) read a range of time (migration 0005).
+    Index("transactions_created", "created_at"),
 )
 
 postings = Table(
@@ -167,6 +169,10 @@ postings = Table(
     Column("amount", Amount, nullable=False),
     # The bet a leg on a user account is for (house legs of a request are summed, untagged).
     Column("bet_uid", BigInteger, nullable=True),
+    # The account's balance after this posting, written by post() in the same transaction (user
+    # and house accounts alike); `ledger check` proves each one. Nullable only because SQLite
+    # cannot add a NOT NULL column (migration 0005); never NULL once written.
+    Column("balance_after", Amount, nullable=True),
     Index("postings_txn", "txn_id"),
     Index("postings_account", "account", "currency", "id"),
 )
@@ -195,6 +201,8 @@ bets = Table(
     CheckConstraint("amount >= 0 AND rake >= 0", name="bets_amounts"),
     Index("bets_pool", "pool_uid"),
     Index("bets_user", "user_uid"),
+    # Open holds, oldest first, and the stale-holds gauge: one index range (migration 0005).
+    Index("bets_open", "state", "placed_at", "uid"),
 )
 
 # --- the delivery journal (ledger.deliveries) -----------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
@@ -28,9 +28,12 @@ from .base import (
     AccountBalance,
     BetRecord,
     CheckReport,
+    HoldRow,
+    HouseTotals,
     PoolTotals,
     PostingRecord,
     Retry,
+    StaleRule,
     StatementRow,
     TournamentRecord,
     UserRecord,
@@ -56,7 +59,7 @@ BET_COLUMNS = (
     "secrets",
     "placed_at",
 )
-POSTING_COLUMNS = ("txn_id", "account", "currency", "amount", "bet_uid")
+POSTING_COLUMNS = ("txn_id", "account", "currency", "amount", "bet_uid", "balance_after")
 TRANSACTION_COLUMNS = ("id", "idempotency_key", "kind", "user_uid", "reference", "created_at")
 
 
@@ -214,14 +217,11 @@ class SqlUnitOfWork:
     def post(self, new_transactions: Sequence[Transaction]) -> None:
         if not new_transactions:
             return
-        now = self._dialect.timestamp(datetime.now(UTC))
         deltas: dict[tuple[str, str], int] = defaultdict(int)
         with self._store.translate_errors():
             ids = self._dialect.allocate_transaction_ids(self._conn, len(new_transactions))
-            headers = []
             legs = []
             for txn_id, txn in zip(ids, new_transactions, strict=True):
-                headers.append((txn_id, txn.key, txn.kind.value, txn.user, txn.reference, now))
                 for leg in txn.postings:
                     if not -CAPACITY <= leg.amount <= CAPACITY:
                         # A request's summed house leg: refused before anything is written.
@@ -233,6 +233,7 @@ class SqlUnitOfWork:
                     deltas[(leg.account, leg.currency)] += leg.amount
             credits: list[tuple[str, str, str, int]] = []
             debits: list[tuple[int, str, str]] = []
+            unchanged: list[tuple[str, str]] = []
             for (name, currency), delta in sorted(deltas.items()):
                 kind = account_kind(name)
                 if delta < 0 and kind != "house":
@@ -240,22 +241,49 @@ class SqlUnitOfWork:
                 elif delta:
                     # House accounts may go below zero (prizes, cash): no check needed.
                     credits.append((name, currency, kind, delta))
+                else:
+                    unchanged.append((name, currency))
             # One upsert per account, creating the accounts seen for the first time; it cannot
             # fail for want of funds, so its place in the order does not matter. It is where a
             # balance past the store's capacity is refused (CapacityExceeded, 422): on SQLite
             # before any write, on Postgres by its CHECK, rolling the unit back.
-            self._dialect.upsert_balances(self._conn, credits)
+            after = self._dialect.upsert_balances(self._conn, credits)
+            after.update(self._balances_after_debits(debits, unchanged))
+            # Taken once every account is locked: per account, time order is posting order,
+            # which point-in-time balances rely on.
+            now = self._dialect.timestamp(datetime.now(UTC))
+            headers = [
+                (txn_id, txn.key, txn.kind.value, txn.user, txn.reference, now)
+                for txn_id, txn in zip(ids, new_transactions, strict=True)
+            ]
             # Postings first, then the transaction rows that seal them: the database checks,
             # when a transaction row arrives (SQLite) or at commit (Postgres), that its postings
             # sum to zero per currency.
-            self._dialect.insert_rows(self._conn, postings, POSTING_COLUMNS, legs)
+            self._dialect.insert_rows(
+                self._conn, postings, POSTING_COLUMNS, _with_running_balances(legs, deltas, after)
+            )
             self._dialect.insert_rows(self._conn, transactions, TRANSACTION_COLUMNS, headers)
             # Debits last, after the idempotency keys are claimed. On Postgres a concurrent
-            # writer of the same key (a re-sent withdrawal) then waits on the unique index and
-            # fails with a unique violation, which is a Retry that sees the winner's work and
-            # answers "unchanged"; debited first, it would fail on the balance the winner had
-            # just spent as user.insufficient_funds (a 402) instead.
+            # writer of the same key (a re-sent withdrawal) then waits (on the account's lock,
+            # or the unique index) and fails with a unique violation, which is a Retry that sees
+            # the winner's work and answers "unchanged"; debited first, it would fail on the
+            # balance the winner had just spent as user.insufficient_funds (a 402) instead.
             self._debit(debits)
+
+    def _balances_after_debits(
+        self, debits: list[tuple[int, str, str]], unchanged: list[tuple[str, str]]
+    ) -> dict[tuple[str, str], int]:
+        """What the debited accounts (and those whose legs cancel out) will hold after this
+        unit of work, read under a lock that keeps every other writer out until commit."""
+        keys = sorted([(name, currency) for _, name, currency in debits] + unchanged)
+        if not keys:
+            return {}
+        current = self._dialect.lock_balances(self._conn, keys)
+        after = {key: current.get(key, 0) for key in unchanged}
+        for delta, name, currency in debits:
+            # Possibly below zero: then _debit refuses the unit of work, with nothing kept.
+            after[(name, currency)] = current.get((name, currency), 0) + delta
+        return after
 
     def _debit(self, debits: list[tuple[int, str, str]]) -> None:
         """Apply debits of user balances, refusing any that would go below zero.
@@ -325,6 +353,43 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             return queries.pool_totals(self._conn, self._dialect, pool_uid)
 
+    def balances_at(self, user: str, at: datetime) -> list[AccountBalance]:
+        with self._store.translate_errors():
+            return queries.balances_at(self._conn, user, at)
+
+    def holds(
+        self,
+        *,
+        limit: int,
+        after: tuple[datetime, int] | None,
+        user: str | None,
+        pool_uid: int | None,
+        placed_by: datetime | None,
+        rule: StaleRule,
+        only_stale: bool,
+    ) -> list[HoldRow]:
+        with self._store.translate_errors():
+            return queries.holds(
+                self._conn,
+                limit=limit,
+                after=after,
+                user=user,
+                pool_uid=pool_uid,
+                placed_by=placed_by,
+                rule=rule,
+                only_stale=only_stale,
+            )
+
+    def count_stale_holds(self, stale: StaleRule) -> int:
+        with self._store.translate_errors():
+            return queries.count_stale_holds(self._conn, stale)
+
+    def house_totals(
+        self, since: datetime | None, until: datetime | None, currency: str | None
+    ) -> list[HouseTotals]:
+        with self._store.translate_errors():
+            return queries.house_totals(self._conn, self._dialect, since, until, currency)
+
     def check(self) -> CheckReport:
         with self._store.translate_errors():
             return audit.check(self._conn, self._dialect)
@@ -377,3 +442,20 @@ class SqlUnitOfWork:
     def bet_postings(self, found: BetRecord) -> list[PostingRecord]:
         with self._store.translate_errors():
             return directory.bet_postings(self._conn, found)
+
+
+def _with_running_balances(
+    legs: list[tuple[int, str, str, int, int | None]],
+    deltas: Mapping[tuple[str, str], int],
+    after: Mapping[tuple[str, str], int],
+) -> list[tuple[int, str, str, int, int | None, int]]:
+    """Each leg with its account's balance after it: the legs are written (and get their ids)
+    in this order, so each account's running values count up, leg by leg, from its balance
+    before this unit of work to the balance the updates leave."""
+    running = {key: after[key] - delta for key, delta in deltas.items()}
+    rows = []
+    for txn_id, account, currency, amount, bet_uid in legs:
+        key = (account, currency)
+        balance = running[key] = running[key] + amount
+        rows.append((txn_id, account, currency, amount, bet_uid, balance))
+    return rows

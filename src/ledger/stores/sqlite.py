@@ -185,9 +185,10 @@ class SqliteDialect:
 
     def upsert_balances(
         self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
-    ) -> None:
+    ) -> dict[tuple[str, str], int]:
         if not rows:
-            return
+            return {}
+        after: dict[tuple[str, str], int] = {}
         current = _read_balances(connection, [(name, currency) for name, currency, _, _ in rows])
         written = []
         for name, currency, kind, delta in rows:
@@ -195,12 +196,20 @@ class SqliteDialect:
             if not -CAPACITY <= balance <= CAPACITY:
                 # Before anything of the unit of work's post() is written.
                 raise CapacityExceeded(_too_large(name, currency))
+            after[(name, currency)] = balance
             written.append((name, currency, kind, to_stored(balance)))
         connection.exec_driver_sql(
             "INSERT INTO accounts (name, currency, kind, balance) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (name, currency) DO UPDATE SET balance = excluded.balance",
             written,
         )
+        return after
+
+    def lock_balances(
+        self, connection: Connection, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], int]:
+        # BEGIN IMMEDIATE already made this the only writer: a plain read is locked enough.
+        return _read_balances(connection, keys)
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         result = connection.exec_driver_sql(
