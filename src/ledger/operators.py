@@ -87,9 +87,10 @@ TOUCH_EVERY = timedelta(seconds=30)
 MIN_PASSWORD = 10
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
 
-# scrypt's cost: 16 MB of memory and about 50 ms per hash (OWASP's minimum is N=2**17 with r=8,
-# p=1 or an equivalent; N=2**14 with p=5 is one of its listed equivalents).
-_N, _R, _P = 2**14, 8, 5
+# scrypt's cost (N, r, p): OWASP's minimum, in the form of its listed equivalent N=2**14, r=8,
+# p=5 (16 MB per lane). Every hash records its own parameters, so raising them later keeps
+# old hashes valid.
+COST = (2**14, 8, 5)
 _MAXMEM = 64 * 1024 * 1024
 
 
@@ -116,8 +117,9 @@ def _b64(raw: bytes) -> str:
 def hash_password(password: str, *, salt: bytes | None = None) -> str:
     """``scrypt$N$r$p$salt$hash`` (base64): the parameters travel with the hash."""
     salt = salt if salt is not None else secrets.token_bytes(16)
-    digest = hashlib.scrypt(password.encode(), salt=salt, n=_N, r=_R, p=_P, maxmem=_MAXMEM)
-    return f"scrypt${_N}${_R}${_P}${_b64(salt)}${_b64(digest)}"
+    n, r, p = COST
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, maxmem=_MAXMEM)
+    return f"scrypt${n}${r}${p}${_b64(salt)}${_b64(digest)}"
 
 
 def verify_password(password: str, stored: str) -> bool:

@@ -36,6 +36,7 @@ from ..settings import Settings
 from ..views import Movement, StatementLine
 from .auth import check_operator, client_address
 from .callbacks import require_json
+from .console.audit import audit_answer
 from .logs import fingerprint, iso_utc
 from .openapi import OPERATOR_SECURITY, operator_docs
 from .runtime import Runtime
@@ -166,7 +167,22 @@ def operator_router(runtime: Runtime) -> Router:
             body["message"] = f"{len(found.problems)} invariant(s) violated"
         return Response(body, status_code=200 if found.ok else 500)
 
+    @get(
+        "/audit",
+        summary="The console operators' audit log, newest first, paged; CSV with format=csv",
+        **operator_docs("request.invalid"),
+    )
+    async def audit(
+        action: Annotated[str | None, QueryParameter(description="Only this action")] = None,
+        limit: Annotated[int, QueryParameter(description="Page size", ge=1, le=1000)] = 50,
+        after: Annotated[str | None, QueryParameter(description="The previous page's next")] = None,
+        format: Annotated[str, QueryParameter(description="json or csv (every entry)")] = "json",
+    ) -> Response[Any]:
+        """Who (operator), when, from where (ip), what (action, target, detail), outcome."""
+        return await audit_answer(runtime, action, limit, after, format)
+
     handlers: list[HTTPRouteHandler] = [
+        audit,
         deposit,
         withdrawal,
         balances,

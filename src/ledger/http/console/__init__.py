@@ -23,11 +23,12 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from litestar import Request, Response, Router, get, post
-from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.datastructures import Cookie
+from litestar.params import QueryParameter
+from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Redirect, Stream, Template
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
@@ -64,6 +65,10 @@ NAV: list[tuple[str, str, str]] = [
 BOOKS_NAV: list[tuple[str, str, str]] = []
 
 STATEMENT_PAGE = 25
+
+# Query parameters (declared explicitly: Litestar deprecates inferring them).
+OptionalText = Annotated[str | None, QueryParameter()]
+OptionalNumber = Annotated[int | None, QueryParameter()]
 
 
 class SignInNeeded(LedgerError):
@@ -246,7 +251,9 @@ def console_handlers(runtime: Runtime) -> list[Any]:
 
     @get("/users", include_in_schema=False)
     async def users(
-        request: Request[Any, Any, Any], uid: str | None = None, before: int | None = None
+        request: Request[Any, Any, Any],
+        uid: OptionalText = None,
+        before: OptionalNumber = None,
     ) -> Template:
         """A user's balances and statement; with ``before``, htmx gets only the older rows."""
         session = await signed_in(request)
@@ -296,7 +303,7 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         )
 
     @get("/bets", include_in_schema=False)
-    async def bet(request: Request[Any, Any, Any], uid: str | None = None) -> Template:
+    async def bet(request: Request[Any, Any, Any], uid: OptionalText = None) -> Template:
         session = await signed_in(request)
         found = None
         if uid:
@@ -311,7 +318,7 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         return page(request, session, "bet.html", partial="_bet.html", uid=uid, bet=found)
 
     @get("/tournaments", include_in_schema=False)
-    async def tournament(request: Request[Any, Any, Any], uid: str | None = None) -> Template:
+    async def tournament(request: Request[Any, Any, Any], uid: OptionalText = None) -> Template:
         session = await signed_in(request)
         found = None
         if uid:
@@ -355,7 +362,9 @@ def console_handlers(runtime: Runtime) -> list[Any]:
 
     @get("/audit", include_in_schema=False)
     async def audit_page(
-        request: Request[Any, Any, Any], after: str | None = None, action: str | None = None
+        request: Request[Any, Any, Any],
+        after: OptionalText = None,
+        action: OptionalText = None,
     ) -> Template:
         session = await signed_in(request)
         try:
@@ -374,7 +383,7 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         )
 
     @get("/audit.csv", include_in_schema=False)
-    async def audit_csv(request: Request[Any, Any, Any], action: str | None = None) -> Stream:
+    async def audit_csv(request: Request[Any, Any, Any], action: OptionalText = None) -> Stream:
         session = await signed_in(request)
         await call(audit(request, session, "export", "audit", only=action))
         lines = await call(lambda ledger: list(operators(ledger).audit_csv(action or None)))
