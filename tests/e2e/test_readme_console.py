@@ -10,24 +10,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_readme import clean_environment, marked_block
+
 from support.httpkit import free_port
 
-README = Path(__file__).resolve().parents[2] / "README.md"
 MARKER = "<!-- tested by tests/e2e/test_readme_console.py"
 
 
 def test_first_operator_block_works_as_written(tmp_path: Path) -> None:
-    text = README.read_text()
-    after = text[text.index(MARKER) :]
-    start = after.index("```sh\n") + len("```sh\n")
-    block = after[start : after.index("\n```", start)]
+    block = marked_block(MARKER)
     bin_dir = Path(sys.executable).parent  # the .venv/bin/ the README means
     script = block.replace("8000", str(free_port())).replace(".venv/bin/", f"{bin_dir}/")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("LEDGER_")}
     process = subprocess.Popen(
         ["bash", "-c", script],
         cwd=tmp_path,  # the default database, ./ledger.db, lands here
-        env={**env, "HOME": str(tmp_path)},
+        env=clean_environment(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

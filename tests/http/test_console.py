@@ -17,8 +17,9 @@ from litestar.testing import TestClient
 
 import ledger
 import ledger.operators
+from ledger.http.logs import fingerprint
 from ledger.operators import MAX_FAILURES, Operators
-from support.httpkit import OPERATOR_HEADERS, Wallet, serve
+from support.httpkit import OPERATOR, OPERATOR_HEADERS, Wallet, serve
 
 PASSWORD = "correct horse battery"
 ROLES = {"vic": "viewer", "cal": "cashier", "ada": "admin"}
@@ -287,6 +288,13 @@ def test_the_audit_log_is_paged_and_exported_and_the_export_is_audited(
     assert [first["items"][0]["action"], second["items"][0]["action"]] == ["export", "sign_in"]
     as_csv = client.get("/admin/audit", params={"format": "csv"}, headers=OPERATOR_HEADERS)
     assert as_csv.text.splitlines()[0] == "id,at,operator,ip,action,target,outcome,detail"
+    # The export over the API is audited too, by the token's fingerprint (never the token).
+    assert as_csv.text.splitlines()[1].split(",")[2:6] == [
+        f"token:{fingerprint(OPERATOR)}",
+        "",
+        "export",
+        "audit",
+    ]
 
 
 def test_the_audit_api_needs_the_operator_token(client: TestClient[Any]) -> None:

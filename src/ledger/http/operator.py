@@ -173,13 +173,14 @@ def operator_router(runtime: Runtime) -> Router:
         **operator_docs("request.invalid"),
     )
     async def audit(
+        request: Request[Any, Any, Any],
         action: Annotated[str | None, QueryParameter(description="Only this action")] = None,
         limit: Annotated[int, QueryParameter(description="Page size", ge=1, le=1000)] = 50,
         after: Annotated[str | None, QueryParameter(description="The previous page's next")] = None,
         format: Annotated[str, QueryParameter(description="json or csv (every entry)")] = "json",
     ) -> Response[Any]:
         """Who (operator), when, from where (ip), what (action, target, detail), outcome."""
-        return await audit_answer(runtime, action, limit, after, format)
+        return await audit_answer(request, runtime, action, limit, after, format)
 
     handlers: list[HTTPRouteHandler] = [
         audit,

@@ -40,7 +40,7 @@ from ...service import Ledger
 from ..auth import client_address
 from ..runtime import Runtime
 
-__all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates"]
+__all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates", "request_address"]
 
 T = TypeVar("T")
 
@@ -86,7 +86,8 @@ def console_templates() -> TemplateConfig[JinjaTemplateEngine]:
     return TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine)
 
 
-def _address(request: Request[Any, Any, Any], runtime: Runtime) -> str | None:
+def request_address(request: Request[Any, Any, Any], runtime: Runtime) -> str | None:
+    """Where a request came from, trusted proxies applied (what the audit log records)."""
     client = request.client
     found = client_address(
         client.host if client else None,
@@ -175,7 +176,7 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         **details: Any,
     ) -> Callable[[Ledger], None]:
         """The audit entry of ``session``'s ``action``, to write on a worker thread."""
-        ip = _address(request, runtime)
+        ip = request_address(request, runtime)
 
         def write(ledger: Ledger) -> None:
             who = session.operator if session else None
@@ -203,7 +204,7 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         presented = form.get("csrf", "")
         if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
             return failed(request, None, CsrfRefused("the sign-in form expired: reload the page"))
-        ip = _address(request, runtime)
+        ip = request_address(request, runtime)
         name, password = form.get("name", ""), form.get("password", "")
         # Whatever session cookie came with the request is ended, never reused (no fixation).
         planted = request.cookies.get(COOKIE)
@@ -235,7 +236,7 @@ def console_handlers(runtime: Runtime) -> list[Any]:
     async def sign_out(request: Request[Any, Any, Any]) -> Response[Any]:
         session = await signed_in(request)
         await form_of(request, session)
-        token, ip = request.cookies.get(COOKIE), _address(request, runtime)
+        token, ip = request.cookies.get(COOKIE), request_address(request, runtime)
         await call(lambda ledger: operators(ledger).sign_out(token, ip))
         response: Response[Any] = Redirect(PREFIX + "/sign-in", status_code=303)
         response.cookies.append(_cookie(request, COOKIE, "", 0))
