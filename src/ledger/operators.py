@@ -295,6 +295,8 @@ class Operators:
         if found.failed_attempts or found.locked_until:
             self.tables.change(found.name, failed_attempts=0, locked_until=None)
         token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        # Sessions abandoned without a sign-out are swept here, so the table stays small.
+        self.tables.prune_sessions(now - IDLE)
         self.tables.open_session(token_hash(token), found.name, csrf, now)
         self.record(found.name, ip, "sign_in")
         return Session(found.name, found.role, csrf, token)

@@ -176,6 +176,16 @@ def test_a_session_idle_too_long_is_over(staff: Operators, clock: Clock) -> None
     assert staff.session(token) is None
 
 
+def test_a_sign_in_sweeps_the_sessions_abandoned_past_their_idle_time(
+    staff: Operators, clock: Clock
+) -> None:
+    abandoned = staff.sign_in("cal", PASSWORD, None).token
+    assert abandoned is not None
+    clock.now += IDLE + timedelta(seconds=1)
+    staff.sign_in("ada", PASSWORD, None)
+    assert staff.tables.session(ledger.operators.token_hash(abandoned)) is None
+
+
 def test_disabling_or_a_new_password_ends_the_operators_sessions(staff: Operators) -> None:
     ada = staff.sign_in("ada", PASSWORD, None).token
     cal = staff.sign_in("cal", PASSWORD, None).token

@@ -190,6 +190,11 @@ class OperatorTables:
                 .values(last_seen=now)
             )
 
+    def prune_sessions(self, idle_since: datetime) -> None:
+        """End every session not used since ``idle_since`` (they can only expire anyway)."""
+        with self._tx(write=True) as c:
+            c.execute(delete(operator_sessions).where(operator_sessions.c.last_seen < idle_since))
+
     def close_session(self, token_hash: str) -> None:
         with self._tx(write=True) as c:
             c.execute(delete(operator_sessions).where(operator_sessions.c.token_hash == token_hash))
