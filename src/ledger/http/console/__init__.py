@@ -61,7 +61,10 @@ NAV: list[tuple[str, str, str]] = [
     ("/audit", "Audit log", "read"),
     ("/operators", "Operators", "operators"),
 ]
-# BOOKS: the operator's books (issue 12) add their pages here (Deliveries, Holds, the lists).
+# BOOKS: the operator's books (issue 12) add their pages here, after the ones above, as
+#   ("/deliveries", "Deliveries", "read"), ("/holds", "Holds", "read"), and the lists of users
+#   and tournaments; a page extends base.html, and the overview's deliveries, stale holds and
+#   chart fill the ``books`` block of overview.html.
 BOOKS_NAV: list[tuple[str, str, str]] = []
 
 STATEMENT_PAGE = 25
