@@ -686,3 +686,10 @@ for _module, (_extra, _names) in EXTRA_COMMANDS.items():
         _commands = [_missing_extra(_name, _extra) for _name in _names]
     for _command in _commands:
         main.add_command(_command)
+
+# The console's operators and audit log (ledger.operator_commands), imported last: that module
+# builds on this one's helpers.
+from .operator_commands import COMMANDS as _OPERATOR_COMMANDS  # noqa: E402
+
+for _command in _OPERATOR_COMMANDS:
+    main.add_command(_command)

@@ -18,7 +18,7 @@ from ledger import cli
 from ledger.http.serve import COMMANDS as SERVER_COMMANDS
 from ledger.kit.commands import COMMANDS as KIT_COMMANDS
 
-SERVER_PACKAGES = ["litestar", "uvicorn", "prometheus_client", "jwt"]
+SERVER_PACKAGES = ["litestar", "uvicorn", "prometheus_client", "jwt", "jinja2"]
 KIT_PACKAGES = ["httpx", "tqdm", "pydantic"]
 
 

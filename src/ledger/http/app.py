@@ -14,6 +14,7 @@ from litestar import Litestar
 from ..service import Ledger
 from ..settings import Settings
 from .callbacks import callback_handlers
+from .console import console_handlers, console_templates
 from .errors import EXCEPTION_HANDLERS
 from .openapi import openapi_assets, openapi_config
 from .operator import operator_router
@@ -44,10 +45,12 @@ def create_app(settings: Settings | None = None, *, ledger: Ledger | None = None
         operator_router(runtime),
         *ops_handlers(runtime),
         openapi_assets(),
+        *console_handlers(runtime),
     ]
     app = Litestar(
         route_handlers=route_handlers,
         exception_handlers=EXCEPTION_HANDLERS,
+        template_config=console_templates(),
         on_startup=[runtime.startup],
         on_shutdown=[runtime.shutdown],
         # Litestar's 10 MB default is far too small for a settle of a million participants.

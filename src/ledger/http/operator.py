@@ -39,6 +39,7 @@ from ..settings import Settings
 from ..views import Balance, HoldView, Movement, StatementLine
 from .auth import check_operator, client_address
 from .callbacks import require_json
+from .console.audit import audit_answer
 from .logs import fingerprint, iso_utc
 from .openapi import OPERATOR_SECURITY, operator_docs
 from .runtime import Runtime
@@ -321,7 +322,23 @@ def operator_router(runtime: Runtime) -> Router:
     # Imported here: the directory's module uses this one's helpers.
     from .directory import directory_handlers
 
+    @get(
+        "/audit",
+        summary="The console operators' audit log, newest first, paged; CSV with format=csv",
+        **operator_docs("request.invalid"),
+    )
+    async def audit(
+        request: Request[Any, Any, Any],
+        action: Annotated[str | None, QueryParameter(description="Only this action")] = None,
+        limit: Annotated[int, QueryParameter(description="Page size", ge=1, le=1000)] = 50,
+        after: Annotated[str | None, QueryParameter(description="The previous page's next")] = None,
+        format: Annotated[str, QueryParameter(description="json or csv (every entry)")] = "json",
+    ) -> Response[Any]:
+        """Who (operator), when, from where (ip), what (action, target, detail), outcome."""
+        return await audit_answer(request, runtime, action, limit, after, format)
+
     handlers: list[HTTPRouteHandler] = [
+        audit,
         deposit,
         withdrawal,
         balances,

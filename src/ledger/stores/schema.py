@@ -42,6 +42,9 @@ __all__ = [
     "delivery_ids",
     "from_stored",
     "metadata",
+    "operator_audit",
+    "operator_sessions",
+    "operators",
     "postings",
     "to_stored",
     "tournaments",
@@ -280,4 +283,55 @@ users = Table(
     Column("first_seen", DateTime(timezone=True), nullable=False),
     Column("last_seen", DateTime(timezone=True), nullable=False),
     Index("users_first_seen", "first_seen", "uid"),
+)
+
+# --- the console's operators (migration 0006) ---------------------------------------------------
+
+operators = Table(
+    "operators",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("role", String(16), nullable=False),
+    # scrypt, in the self-describing text form of ledger.operators.hash_password.
+    Column("password_hash", Text, nullable=False),
+    # Consecutive failed sign-ins; reaching the limit sets locked_until (ledger.operators).
+    Column("failed_attempts", Integer, nullable=False, server_default=text("0")),
+    Column("locked_until", DateTime(timezone=True), nullable=True),
+    Column("disabled_at", DateTime(timezone=True), nullable=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    CheckConstraint("role IN ('viewer', 'cashier', 'admin')", name="operators_role"),
+)
+
+operator_sessions = Table(
+    "operator_sessions",
+    metadata,
+    # The SHA-256 of the cookie's token: a copy of this table opens no session.
+    Column("token_hash", String(64), primary_key=True),
+    Column(
+        "operator",
+        String(64),
+        ForeignKey("operators.name", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("csrf", String(64), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("last_seen", DateTime(timezone=True), nullable=False),
+    Index("operator_sessions_operator", "operator"),
+)
+
+operator_audit = Table(
+    "operator_audit",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    # Who: the operator, or the name tried by a failed sign-in (which may name nobody).
+    Column("operator", String(64), nullable=True),
+    Column("ip", String(64), nullable=True),
+    Column("action", String(32), nullable=False),
+    # What: the action's subject (a user, a reference, an operator) and its details as JSON text.
+    Column("target", String(300), nullable=True),
+    Column("detail", Text, nullable=True),
+    # "ok", or the error key that refused it.
+    Column("outcome", String(64), nullable=False),
+    Index("operator_audit_action", "action", "id"),
 )

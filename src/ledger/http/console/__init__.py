@@ -1,0 +1,499 @@
+"""The operator console at ``/console``: server-rendered pages (Jinja2) with htmx.
+
+Served by ``ledger serve`` from the same process and ledger as the callbacks. Every asset is
+vendored under ``static/`` (see its README); no page loads anything from another origin.
+
+Security, in one place:
+
+- Operators sign in with a name and password (:mod:`ledger.operators`); the session cookie is
+  HttpOnly, SameSite=Strict, Secure when the request came over TLS, and gets a fresh token at
+  every sign-in (a cookie planted before sign-in is discarded, never promoted).
+- Every POST carries the session's CSRF token (a hidden field, or the ``X-CSRF-Token`` header
+  htmx sends); the sign-in form carries a pre-session token matched against its own cookie.
+  A missing or wrong token is a 403 ``csrf.invalid`` and changes nothing.
+- Each page says which permission it needs (:func:`ledger.operators.allowed`); a refused action
+  is a 403 and is audited like any other.
+
+The pages of the operator's books (deliveries, holds, lists) plug in through :data:`BOOKS_NAV`
+and the ``books`` blocks of ``base.html`` and ``overview.html``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from litestar import Request, Response, Router, get, post
+from litestar.datastructures import Cookie
+from litestar.params import QueryParameter
+from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.response import Redirect, Stream, Template
+from litestar.static_files import create_static_files_router
+from litestar.template.config import TemplateConfig
+
+from ... import views
+from ...errors import BetNotFound, Forbidden, InvalidRequest, LedgerError
+from ...operators import ACTIONS, ROLES, Operators, Session, SignInFailed
+from ...service import Ledger
+from ..auth import client_address
+from ..runtime import Runtime
+
+__all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates", "request_address"]
+
+T = TypeVar("T")
+
+HERE = Path(__file__).parent
+PREFIX = "/console"
+COOKIE = "ledger_console"
+# The sign-in form's own CSRF token, before there is a session to hold one.
+SIGN_IN_COOKIE = "ledger_console_sign_in"
+CSRF_HEADER = "x-csrf-token"
+
+# (path, label, permission): the navigation, in order.
+NAV: list[tuple[str, str, str]] = [
+    ("/overview", "Overview", "read"),
+    ("/users", "Users", "read"),
+    ("/bets", "Bet", "read"),
+    ("/tournaments", "Tournament", "read"),
+    ("/check", "Check", "read"),
+    ("/audit", "Audit log", "read"),
+    ("/operators", "Operators", "operators"),
+]
+# BOOKS: the operator's books (issue 12) add their pages here, after the ones above, as
+#   ("/deliveries", "Deliveries", "read"), ("/holds", "Holds", "read"), and the lists of users
+#   and tournaments; a page extends base.html, and the overview's deliveries, stale holds and
+#   chart fill the ``books`` block of overview.html.
+BOOKS_NAV: list[tuple[str, str, str]] = []
+
+STATEMENT_PAGE = 25
+
+# Query parameters (declared explicitly: Litestar deprecates inferring them).
+OptionalText = Annotated[str | None, QueryParameter()]
+OptionalNumber = Annotated[int | None, QueryParameter()]
+
+
+class SignInNeeded(LedgerError):
+    """No live session: the browser is sent to the sign-in page."""
+
+    key = "auth.sign_in_needed"
+    status = 401
+
+
+class CsrfRefused(Forbidden):
+    key = "csrf.invalid"
+
+
+def console_templates() -> TemplateConfig[JinjaTemplateEngine]:
+    return TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine)
+
+
+def request_address(request: Request[Any, Any, Any], runtime: Runtime) -> str | None:
+    """Where a request came from, trusted proxies applied (what the audit log records)."""
+    client = request.client
+    found = client_address(
+        client.host if client else None,
+        request.headers.get("x-forwarded-for"),
+        runtime.settings.trusted_proxies,
+    )
+    return str(found) if found else None
+
+
+def _cookie(request: Request[Any, Any, Any], key: str, value: str, max_age: int | None) -> Cookie:
+    return Cookie(
+        key=key,
+        value=value,
+        path=PREFIX,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        max_age=max_age,
+    )
+
+
+def _htmx(request: Request[Any, Any, Any]) -> bool:
+    return request.headers.get("hx-request") == "true"
+
+
+def console_handlers(runtime: Runtime) -> list[Any]:
+    """The console's route handlers and its static files, bound to ``runtime``."""
+
+    async def call(work: Callable[[Ledger], T]) -> T:
+        return await runtime.call(work)
+
+    def operators(ledger: Ledger) -> Operators:
+        return Operators(ledger.store)
+
+    async def signed_in(request: Request[Any, Any, Any]) -> Session:
+        token = request.cookies.get(COOKIE)
+        found = await call(lambda ledger: operators(ledger).session(token))
+        if found is None:
+            raise SignInNeeded("sign in first")
+        return found
+
+    async def form_of(request: Request[Any, Any, Any], session: Session) -> dict[str, str]:
+        """The POSTed form, once its CSRF token is checked."""
+        form = {name: str(value) for name, value in (await request.form()).items()}
+        presented = form.get("csrf") or request.headers.get(CSRF_HEADER)
+        if not session.csrf_ok(presented):
+            raise CsrfRefused("this form's CSRF token is missing or wrong: reload the page")
+        return form
+
+    def page(
+        request: Request[Any, Any, Any],
+        session: Session | None,
+        template: str,
+        *,
+        status: int = 200,
+        partial: str | None = None,
+        **context: Any,
+    ) -> Template:
+        """``name`` (a full page), or only its ``partial`` for an htmx request."""
+        nav = [
+            (PREFIX + path, label)
+            for path, label, permission in NAV + BOOKS_NAV
+            if session is not None and session.may(permission)
+        ]
+        context.update(me=session, nav=nav, prefix=PREFIX, path=request.url.path)
+        chosen = partial if partial is not None and _htmx(request) else template
+        return Template(template_name=chosen, context=context, status_code=status)
+
+    def failed(
+        request: Request[Any, Any, Any], session: Session | None, error: LedgerError
+    ) -> Template:
+        return page(
+            request,
+            session,
+            "error.html",
+            partial="_error.html",
+            status=error.status,
+            error=error.to_dict(),
+        )
+
+    def audit(
+        request: Request[Any, Any, Any],
+        session: Session | None,
+        action: str,
+        target: str | None = None,
+        **details: Any,
+    ) -> Callable[[Ledger], None]:
+        """The audit entry of ``session``'s ``action``, to write on a worker thread."""
+        ip = request_address(request, runtime)
+
+        def write(ledger: Ledger) -> None:
+            who = session.operator if session else None
+            operators(ledger).record(who, ip, action, target, **details)
+
+        return write
+
+    # --- sign-in --------------------------------------------------------------------------------
+
+    @get("/", include_in_schema=False)
+    async def home() -> Redirect:
+        return Redirect(PREFIX + "/overview")
+
+    @get("/sign-in", include_in_schema=False)
+    async def sign_in_form(request: Request[Any, Any, Any]) -> Template:
+        token = secrets.token_urlsafe(32)
+        response = page(request, None, "sign_in.html", csrf=token)
+        response.cookies.append(_cookie(request, SIGN_IN_COOKIE, token, 3600))
+        return response
+
+    @post("/sign-in", include_in_schema=False)
+    async def sign_in(request: Request[Any, Any, Any]) -> Response[Any]:
+        form = {name: str(value) for name, value in (await request.form()).items()}
+        expected = request.cookies.get(SIGN_IN_COOKIE) or ""
+        presented = form.get("csrf", "")
+        if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
+            return failed(request, None, CsrfRefused("the sign-in form expired: reload the page"))
+        ip = request_address(request, runtime)
+        name, password = form.get("name", ""), form.get("password", "")
+        # Whatever session cookie came with the request is ended, never reused (no fixation).
+        planted = request.cookies.get(COOKIE)
+
+        try:
+            session = await call(
+                lambda ledger: operators(ledger).sign_in(name, password, ip, planted=planted)
+            )
+        except SignInFailed as error:
+            token = secrets.token_urlsafe(32)
+            again = page(
+                request,
+                None,
+                "sign_in.html",
+                status=401,
+                csrf=token,
+                error=error.to_dict(),
+                name=name,
+            )
+            again.cookies.append(_cookie(request, SIGN_IN_COOKIE, token, 3600))
+            return again
+        assert session.token is not None
+        response: Response[Any] = Redirect(PREFIX + "/overview", status_code=303)
+        response.cookies.append(_cookie(request, COOKIE, session.token, None))
+        response.cookies.append(_cookie(request, SIGN_IN_COOKIE, "", 0))
+        return response
+
+    @post("/sign-out", include_in_schema=False)
+    async def sign_out(request: Request[Any, Any, Any]) -> Response[Any]:
+        session = await signed_in(request)
+        await form_of(request, session)
+        token, ip = request.cookies.get(COOKIE), request_address(request, runtime)
+        await call(lambda ledger: operators(ledger).sign_out(token, ip))
+        response: Response[Any] = Redirect(PREFIX + "/sign-in", status_code=303)
+        response.cookies.append(_cookie(request, COOKIE, "", 0))
+        return response
+
+    # --- pages ----------------------------------------------------------------------------------
+
+    @get("/overview", include_in_schema=False)
+    async def overview(request: Request[Any, Any, Any]) -> Template:
+        session = await signed_in(request)
+        found = await call(lambda ledger: operators(ledger).overview(ledger.currencies.scale))
+        return page(request, session, "overview.html", **found)
+
+    @get("/users", include_in_schema=False)
+    async def users(
+        request: Request[Any, Any, Any],
+        uid: OptionalText = None,
+        before: OptionalNumber = None,
+    ) -> Template:
+        """A user's balances and statement; with ``before``, htmx gets only the older rows."""
+        session = await signed_in(request)
+        if not uid:
+            return page(request, session, "users.html", partial="_user.html", uid=None)
+        try:
+            user = await call(lambda ledger: _user(ledger, uid, before))
+        except LedgerError as error:
+            return failed(request, session, error)
+        partial = "_statement_rows.html" if before is not None else "_user.html"
+        return page(request, session, "users.html", partial=partial, uid=uid, **user)
+
+    @post("/users/movements", include_in_schema=False)
+    async def movement(request: Request[Any, Any, Any]) -> Template:
+        session = await signed_in(request)
+        form = await form_of(request, session)
+        kind = form.get("kind", "")
+        user, reference = form.get("uid", ""), form.get("reference", "").strip()
+        currency, amount = form.get("currency", "").strip().upper(), form.get("amount", "").strip()
+        action = kind if kind in ("deposit", "withdrawal") else "deposit"
+        note = {"currency": currency, "amount": amount, "reference": reference}
+        try:
+            if kind not in ("deposit", "withdrawal"):
+                raise InvalidRequest("kind must be deposit or withdrawal")
+            session.require("move")
+            if not reference:
+                # The reference is what makes a double click land once.
+                raise InvalidRequest("a reference is required", key="reference.missing")
+            move = await call(
+                lambda ledger: (ledger.deposit if kind == "deposit" else ledger.withdraw)(
+                    user, currency, amount, reference
+                )
+            )
+        except LedgerError as error:
+            await call(audit(request, session, action, user, outcome=error.key, **note))
+            return failed(request, session, error)
+        # The amount as the ledger applied it (exact, at the currency's scale), not as typed.
+        note["amount"] = move.to_dict()["amount"]
+        await call(audit(request, session, action, user, applied=move.applied, **note))
+        return page(
+            request,
+            session,
+            "movement.html",
+            partial="_movement.html",
+            kind=kind,
+            movement=move.to_dict(),
+        )
+
+    @get("/bets", include_in_schema=False)
+    async def bet(request: Request[Any, Any, Any], uid: OptionalText = None) -> Template:
+        session = await signed_in(request)
+        found = None
+        if uid:
+            try:
+                number = _integer(uid, "bet uid")
+                view = await call(lambda ledger: ledger.bet(number))
+            except LedgerError as error:
+                return failed(request, session, error)
+            if view is None:
+                return failed(request, session, BetNotFound(f"bet {uid} is unknown"))
+            found = view.to_dict()
+        return page(request, session, "bet.html", partial="_bet.html", uid=uid, bet=found)
+
+    @get("/tournaments", include_in_schema=False)
+    async def tournament(request: Request[Any, Any, Any], uid: OptionalText = None) -> Template:
+        session = await signed_in(request)
+        found = None
+        if uid:
+            try:
+                number = _integer(uid, "tournament uid")
+                found = (await call(lambda ledger: ledger.pool_report(number))).to_dict()
+            except LedgerError as error:
+                return failed(request, session, error)
+        return page(
+            request, session, "tournament.html", partial="_tournament.html", uid=uid, report=found
+        )
+
+    @get("/check", include_in_schema=False)
+    async def check_page(request: Request[Any, Any, Any]) -> Template:
+        session = await signed_in(request)
+        last = await call(lambda ledger: operators(ledger).last_check())
+        return page(request, session, "check.html", last=last, report=None)
+
+    @post("/check", include_in_schema=False)
+    async def check_run(request: Request[Any, Any, Any]) -> Template:
+        session = await signed_in(request)
+        await form_of(request, session)
+        try:
+            session.require("check")
+        except LedgerError as error:
+            await call(audit(request, session, "check", outcome=error.key))
+            return failed(request, session, error)
+        report = views.check_dict(await call(lambda ledger: ledger.check()))
+        outcome = "ok" if report["ok"] else "ledger.check_failed"
+        await call(
+            audit(
+                request,
+                session,
+                "check",
+                outcome=outcome,
+                problems=len(report["problems"]),
+                transactions=report.get("transactions"),
+            )
+        )
+        return page(request, session, "check.html", partial="_check.html", report=report, last=None)
+
+    @get("/audit", include_in_schema=False)
+    async def audit_page(
+        request: Request[Any, Any, Any],
+        after: OptionalText = None,
+        action: OptionalText = None,
+    ) -> Template:
+        session = await signed_in(request)
+        try:
+            found = await call(lambda ledger: operators(ledger).audit(50, after, action or None))
+        except LedgerError as error:
+            return failed(request, session, error)
+        return page(
+            request,
+            session,
+            "audit.html",
+            partial="_audit_rows.html",
+            entries=found.items,
+            next=found.next,
+            action=action or "",
+            actions=ACTIONS,
+        )
+
+    @get("/audit.csv", include_in_schema=False)
+    async def audit_csv(request: Request[Any, Any, Any], action: OptionalText = None) -> Stream:
+        session = await signed_in(request)
+        await call(audit(request, session, "export", "audit", only=action))
+        lines = await call(lambda ledger: list(operators(ledger).audit_csv(action or None)))
+        return Stream(
+            iter(lines),
+            media_type="text/csv; charset=utf-8",
+            headers={"content-disposition": 'attachment; filename="audit.csv"'},
+        )
+
+    @get("/operators", include_in_schema=False)
+    async def operators_page(request: Request[Any, Any, Any]) -> Template:
+        session = await signed_in(request)
+        try:
+            session.require("operators")
+        except LedgerError as error:
+            return failed(request, session, error)
+        return page(request, session, "operators.html", **(await _operator_list()))
+
+    async def _operator_list() -> dict[str, Any]:
+        rows = await call(lambda ledger: operators(ledger).every())
+        return {"operators": rows, "roles": ROLES}
+
+    @post("/operators", include_in_schema=False)
+    async def operators_change(request: Request[Any, Any, Any]) -> Template:
+        """Add an operator, disable one, or set a password (``do`` says which)."""
+        session = await signed_in(request)
+        form = await form_of(request, session)
+        do, name = form.get("do", ""), form.get("name", "")
+        action = {"add": "operator_add", "disable": "operator_disable"}.get(do, "operator_passwd")
+        try:
+            session.require("operators")
+
+            def work(ledger: Ledger) -> None:
+                found = operators(ledger)
+                if do == "add":
+                    found.add(name, form.get("role", ""), form.get("password", ""))
+                elif do == "disable":
+                    found.disable(name)
+                elif do == "passwd":
+                    found.passwd(name, form.get("password", ""))
+                else:
+                    raise InvalidRequest("do must be add, disable or passwd")
+
+            await call(work)
+        except LedgerError as error:
+            await call(audit(request, session, action, name, outcome=error.key))
+            return failed(request, session, error)
+        role = form.get("role") if do == "add" else None
+        await call(audit(request, session, action, name, role=role))
+        return page(
+            request, session, "operators.html", done=f"{do}: {name}", **(await _operator_list())
+        )
+
+    def _user(ledger: Ledger, uid: str, before: int | None) -> dict[str, Any]:
+        balances = [balance.to_dict() for balance in ledger.balance(uid)]
+        found = ledger.statement_page(uid, limit=STATEMENT_PAGE, before=before)
+        answer = views.statement_dict(uid, found.items, found.next)
+        return {
+            "balances": balances,
+            "lines": answer["lines"],
+            "next_before": answer["next_before"],
+        }
+
+    def sign_in_needed(request: Request[Any, Any, Any], _: SignInNeeded) -> Response[Any]:
+        if _htmx(request):
+            return Response(b"", status_code=200, headers={"HX-Redirect": PREFIX + "/sign-in"})
+        return Redirect(PREFIX + "/sign-in", status_code=303)
+
+    def refused(request: Request[Any, Any, Any], error: CsrfRefused) -> Response[Any]:
+        return failed(request, None, error)
+
+    handlers: list[Any] = [
+        home,
+        sign_in_form,
+        sign_in,
+        sign_out,
+        overview,
+        users,
+        movement,
+        bet,
+        tournament,
+        check_page,
+        check_run,
+        audit_page,
+        audit_csv,
+        operators_page,
+        operators_change,
+    ]
+    return [
+        Router(
+            path=PREFIX,
+            route_handlers=handlers,
+            exception_handlers={SignInNeeded: sign_in_needed, CsrfRefused: refused},
+            include_in_schema=False,
+        ),
+        create_static_files_router(
+            path=PREFIX + "/static",
+            directories=[HERE / "static"],
+            name="console_static",
+            include_in_schema=False,
+        ),
+    ]
+
+
+def _integer(text: str, name: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise InvalidRequest(f"{name}: expected an integer, got {text!r}") from None

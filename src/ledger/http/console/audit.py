@@ -1,0 +1,55 @@
+"""``GET /admin/audit``: the console's audit log for scripts, behind the operator token.
+
+Kept with the console (which writes the log) so that :mod:`ledger.http.operator` gains one
+route and one import.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response
+from litestar.response import Stream
+
+from ...errors import InvalidRequest
+from ...operators import Operators
+from ...service import Ledger
+from ..logs import fingerprint
+from ..runtime import Runtime
+from . import request_address
+
+__all__ = ["audit_answer"]
+
+
+async def audit_answer(
+    request: Request[Any, Any, Any],
+    runtime: Runtime,
+    action: str | None,
+    limit: int,
+    after: str | None,
+    format: str,
+) -> Response[Any]:
+    """One page as ``{"items", "next"}``, or with ``format=csv`` every entry as CSV.
+
+    An export is itself audited, as made by ``token:<fingerprint>`` of the bearer token (the
+    fingerprint the operator log prints, never the token).
+    """
+    if format == "csv":
+        presented = (request.headers.get("authorization") or "").partition(" ")[2].strip()
+        who, ip = f"token:{fingerprint(presented)}", request_address(request, runtime)
+
+        def export(ledger: Ledger) -> list[str]:
+            found = Operators(ledger.store)
+            found.record(who, ip, "export", "audit", only=action)
+            return list(found.audit_csv(action))
+
+        lines = await runtime.call(export)
+        return Stream(
+            iter(lines),
+            media_type="text/csv; charset=utf-8",
+            headers={"content-disposition": 'attachment; filename="audit.csv"'},
+        )
+    if format != "json":
+        raise InvalidRequest("format must be json or csv")
+    page = await runtime.call(lambda ledger: Operators(ledger.store).audit(limit, after, action))
+    return Response({"items": page.items, "next": page.next})

@@ -1,0 +1,393 @@
+"""Operators of the console: accounts, roles, password hashes, sessions, lockout, audit log.
+
+The rules live here, pure where they can be (hashing, permissions, expiry, lockout); the rows
+live in :mod:`ledger.stores.operators`. :class:`Operators` joins the two for the CLI
+(``ledger operators``, ``ledger audit``), the console and ``GET /admin/audit``.
+
+- Passwords are hashed with scrypt (stdlib ``hashlib.scrypt``), a fresh salt each, compared in
+  constant time. An unknown name is checked against a dummy hash, so a failed sign-in takes as
+  long whether or not the name exists, and every refusal says the same thing.
+- A session is a random token in a cookie; the database keeps only its SHA-256. A new one is
+  made at every sign-in (a token planted before sign-in is never promoted: no fixation). It ends
+  at sign-out, after ``IDLE`` without a request, ``LIFETIME`` after sign-in, or when its
+  operator is disabled or their password changes.
+- After ``MAX_FAILURES`` consecutive failed sign-ins an account is locked for ``LOCKOUT``, even
+  against the right password.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+import secrets
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .errors import Forbidden, InvalidRequest, LedgerError, Unauthorized
+from .money import render
+from .paging import Page, check_limit, csv_lines, every, page_of, position
+from .stores import Store
+from .stores.operators import AuditRow, OperatorRow, OperatorTables
+
+__all__ = [
+    "ACTIONS",
+    "AUDIT_COLUMNS",
+    "IDLE",
+    "LIFETIME",
+    "LOCKOUT",
+    "MAX_FAILURES",
+    "ROLES",
+    "OperatorNotFound",
+    "Operators",
+    "Session",
+    "SignInFailed",
+    "allowed",
+    "hash_password",
+    "verify_password",
+]
+
+ROLES = ("viewer", "cashier", "admin")
+
+# What each role may do beyond the one below it: viewer reads, cashier moves money, admin runs
+# check and manages operators.
+_GRANTS = {
+    "read": "viewer",
+    "move": "cashier",
+    "check": "admin",
+    "operators": "admin",
+}
+
+# What the audit log records (the ``action`` column).
+ACTIONS = (
+    "sign_in",
+    "sign_out",
+    "deposit",
+    "withdrawal",
+    "check",
+    "export",
+    "operator_add",
+    "operator_disable",
+    "operator_passwd",
+)
+
+AUDIT_COLUMNS = ("id", "at", "operator", "ip", "action", "target", "outcome", "detail")
+
+MAX_FAILURES = 5
+LOCKOUT = timedelta(minutes=15)
+IDLE = timedelta(minutes=30)
+LIFETIME = timedelta(hours=12)
+# last_seen is written at most this often: a page of htmx requests is not a burst of writes.
+TOUCH_EVERY = timedelta(seconds=30)
+
+MIN_PASSWORD = 10
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+
+# scrypt's cost (N, r, p): OWASP's minimum, in the form of its listed equivalent N=2**14, r=8,
+# p=5 (16 MB per lane). Every hash records its own parameters, so raising them later keeps
+# old hashes valid.
+COST = (2**14, 8, 5)
+_MAXMEM = 64 * 1024 * 1024
+
+
+class SignInFailed(Unauthorized):
+    """A wrong name or password, a disabled or locked account: all answered alike."""
+
+    key = "auth.sign_in_failed"
+
+
+class OperatorNotFound(LedgerError):
+    key = "operator.not_found"
+    status = 404
+
+
+def allowed(role: str, permission: str) -> bool:
+    """Whether ``role`` may do ``permission`` (read, move, check, operators)."""
+    return ROLES.index(role) >= ROLES.index(_GRANTS[permission])
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def hash_password(password: str, *, salt: bytes | None = None) -> str:
+    """``scrypt$N$r$p$salt$hash`` (base64): the parameters travel with the hash."""
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    n, r, p = COST
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, maxmem=_MAXMEM)
+    return f"scrypt${n}${r}${p}${_b64(salt)}${_b64(digest)}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    """Whether ``password`` matches ``stored`` (constant time; a malformed hash never matches)."""
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        expected = base64.b64decode(digest)
+        found = hashlib.scrypt(
+            password.encode(),
+            salt=base64.b64decode(salt),
+            n=int(n),
+            r=int(r),
+            p=int(p),
+            maxmem=_MAXMEM,
+            dklen=len(expected),
+        )
+    except ValueError:
+        return False
+    return hmac.compare_digest(found, expected)
+
+
+# Checked when the name is unknown, so that a failed sign-in costs one hash either way.
+_DUMMY = hash_password("not a password of anyone", salt=b"\0" * 16)
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise InvalidRequest(
+            "an operator name is 1 to 64 letters, digits, '.', '_', '@' or '-'",
+            key="operator.invalid_name",
+        )
+    return name
+
+
+def check_role(role: str) -> str:
+    if role not in ROLES:
+        raise InvalidRequest(f"role must be one of {', '.join(ROLES)}", key="operator.invalid_role")
+    return role
+
+
+def check_password(password: str) -> str:
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD:
+        raise InvalidRequest(
+            f"a password has at least {MIN_PASSWORD} characters", key="operator.weak_password"
+        )
+    return password
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def expired(created_at: datetime, last_seen: datetime, now: datetime) -> bool:
+    """Whether a session is over: idle too long, or older than its lifetime."""
+    return now - last_seen > IDLE or now - created_at > LIFETIME
+
+
+def locked(operator: OperatorRow, now: datetime) -> bool:
+    return operator.locked_until is not None and now < operator.locked_until
+
+
+def after_failure(failed_attempts: int, now: datetime) -> dict[str, Any]:
+    """The operator's new counters after one more failed sign-in."""
+    failures = failed_attempts + 1
+    if failures >= MAX_FAILURES:
+        # The count starts again once the lock is over: each lock costs another MAX_FAILURES.
+        return {"failed_attempts": 0, "locked_until": now + LOCKOUT}
+    return {"failed_attempts": failures}
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A signed-in operator. ``token`` is only known right after sign-in (for the cookie)."""
+
+    operator: str
+    role: str
+    csrf: str
+    token: str | None = None
+
+    def may(self, permission: str) -> bool:
+        return allowed(self.role, permission)
+
+    def require(self, permission: str) -> None:
+        if not self.may(permission):
+            raise Forbidden(
+                f"the {self.role} role may not do this ({permission})", key="operator.forbidden"
+            )
+
+    def csrf_ok(self, presented: str | None) -> bool:
+        return presented is not None and hmac.compare_digest(presented.encode(), self.csrf.encode())
+
+
+def audit_dict(row: AuditRow) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "at": row.at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "operator": row.operator,
+        "ip": row.ip,
+        "action": row.action,
+        "target": row.target,
+        "outcome": row.outcome,
+        "detail": json.loads(row.detail) if row.detail else None,
+    }
+
+
+class Operators:
+    """The console's operators and audit log over one store."""
+
+    def __init__(self, store: Store, clock: Callable[[], datetime] | None = None) -> None:
+        self.tables = OperatorTables(store)
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    # --- accounts -------------------------------------------------------------------------------
+
+    def add(self, name: str, role: str, password: str) -> None:
+        self.tables.add(
+            check_name(name), check_role(role), hash_password(check_password(password)), self.now()
+        )
+
+    def every(self) -> list[OperatorRow]:
+        return self.tables.every()
+
+    def disable(self, name: str) -> None:
+        if not self.tables.change(check_name(name), end_sessions=True, disabled_at=self.now()):
+            raise OperatorNotFound(f"no operator {name!r}")
+
+    def passwd(self, name: str, password: str) -> None:
+        """Set a new password; it also lifts a lockout and ends the operator's sessions."""
+        found = self.tables.change(
+            check_name(name),
+            end_sessions=True,
+            password_hash=hash_password(check_password(password)),
+            failed_attempts=0,
+            locked_until=None,
+        )
+        if not found:
+            raise OperatorNotFound(f"no operator {name!r}")
+
+    # --- sign-in and sessions -------------------------------------------------------------------
+
+    def sign_in(
+        self, name: str, password: str, ip: str | None, *, planted: str | None = None
+    ) -> Session:
+        """A new session, or :class:`SignInFailed` (recorded in the audit log either way).
+
+        ``planted`` is the session token the browser already had: it is ended, whoever's it
+        was, so that a token fixed by an attacker before sign-in never becomes a session.
+        """
+        if planted:
+            self.tables.close_session(token_hash(planted))
+        now = self.now()
+        found = self.tables.get(name) if _NAME.fullmatch(name or "") else None
+        good = verify_password(password, found.password_hash if found else _DUMMY)
+        reason = None
+        if found is None:
+            reason = "unknown_operator"
+        elif found.disabled_at is not None:
+            reason = "disabled"
+        elif locked(found, now):
+            reason = "locked"
+        elif not good:
+            reason = "bad_password"
+            self.tables.change(found.name, **after_failure(found.failed_attempts, now))
+        target = name[:64] if isinstance(name, str) else None
+        if reason is not None or found is None:
+            self.record(target, ip, "sign_in", outcome=SignInFailed.key, reason=reason)
+            raise SignInFailed("wrong name or password, or the account is locked or disabled")
+        if found.failed_attempts or found.locked_until:
+            self.tables.change(found.name, failed_attempts=0, locked_until=None)
+        token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        # Sessions abandoned without a sign-out are swept here, so the table stays small.
+        self.tables.prune_sessions(now - IDLE)
+        self.tables.open_session(token_hash(token), found.name, csrf, now)
+        self.record(found.name, ip, "sign_in")
+        return Session(found.name, found.role, csrf, token)
+
+    def session(self, token: str | None) -> Session | None:
+        """The live session of a cookie's token, or ``None`` (ended, expired, disabled)."""
+        if not token or len(token) > 128:
+            return None
+        hashed = token_hash(token)
+        found = self.tables.session(hashed)
+        if found is None:
+            return None
+        now = self.now()
+        if expired(found.created_at, found.last_seen, now) or found.operator.disabled_at:
+            self.tables.close_session(hashed)
+            return None
+        if now - found.last_seen >= TOUCH_EVERY:
+            self.tables.touch_session(hashed, now)
+        return Session(found.operator.name, found.operator.role, found.csrf)
+
+    def sign_out(self, token: str | None, ip: str | None) -> None:
+        session = self.session(token)
+        if token:
+            self.tables.close_session(token_hash(token))
+        if session is not None:
+            self.record(session.operator, ip, "sign_out")
+
+    # --- audit ----------------------------------------------------------------------------------
+
+    def record(
+        self,
+        operator: str | None,
+        ip: str | None,
+        action: str,
+        target: str | None = None,
+        *,
+        outcome: str = "ok",
+        **detail: Any,
+    ) -> None:
+        """Write one audit entry: who, from where, what, with what outcome (now)."""
+        kept = {name: value for name, value in detail.items() if value is not None}
+        self.tables.record(
+            at=self.now(),
+            operator=operator,
+            ip=ip,
+            action=action,
+            target=None if target is None else str(target)[:300],
+            detail=json.dumps(kept, default=str, separators=(",", ":")) if kept else None,
+            outcome=outcome,
+        )
+
+    def audit(
+        self, limit: int = 50, after: str | None = None, action: str | None = None
+    ) -> Page[dict[str, Any]]:
+        """One page of the audit log, newest first; ``after`` is the previous page's ``next``."""
+        limit = check_limit(limit)
+        if action is not None and action not in ACTIONS:
+            raise InvalidRequest(f"action must be one of {', '.join(ACTIONS)}")
+        key = position(after, int)
+        rows = self.tables.audit(limit + 1, int(key[0]) if key else None, action)
+        page = page_of(rows, limit, lambda row: (row.id,))
+        return Page([audit_dict(row) for row in page.items], page.next)
+
+    def audit_csv(self, action: str | None = None) -> Iterator[str]:
+        """The whole audit log (or one action's entries) as CSV, newest first."""
+        rows = every(lambda after: self.audit(1000, after, action))
+        return csv_lines(rows, AUDIT_COLUMNS)
+
+    def last_check(self) -> dict[str, Any] | None:
+        rows = self.tables.audit(1, None, "check")
+        return audit_dict(rows[0]) if rows else None
+
+    # --- overview -------------------------------------------------------------------------------
+
+    def overview(self, scale: Callable[[str], int]) -> dict[str, Any]:
+        """Per currency the users' available and held totals and the house accounts' balances."""
+        currencies: dict[str, dict[str, str]] = {}
+        for row in self.tables.totals():
+            zero = render(0, scale(row.currency))
+            found = currencies.setdefault(
+                row.currency, {"available": zero, "held": zero, "house": zero}
+            )
+            found[row.kind] = render(row.total, scale(row.currency))
+        house = [
+            {"account": name, "currency": currency, "balance": render(balance, scale(currency))}
+            for name, currency, balance in self.tables.house_accounts()
+        ]
+        return {
+            "currencies": [
+                {"currency": code, **found} for code, found in sorted(currencies.items())
+            ],
+            "house": house,
+            "last_check": self.last_check(),
+        }

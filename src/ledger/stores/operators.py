@@ -1,0 +1,273 @@
+"""The console's tables: operator accounts, their sessions, the audit log, and the overview query.
+
+These rows are not the ledger's journal: no money moves here, so they are written in short
+transactions of their own rather than through the writer (:mod:`ledger.writer`). Every method
+is one transaction. The rules (password hashes, lockout, expiry) are :mod:`ledger.operators`';
+this module only reads and writes rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from ..errors import LedgerError
+from .base import Store
+from .schema import accounts, operator_audit, operator_sessions, operators
+from .sql import SqlStore
+
+__all__ = [
+    "AuditRow",
+    "OperatorExists",
+    "OperatorRow",
+    "OperatorTables",
+    "SessionRow",
+    "TotalRow",
+]
+
+
+class OperatorExists(LedgerError):
+    """An operator of this name exists already."""
+
+    key = "operator.exists"
+    status = 409
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorRow:
+    name: str
+    role: str
+    password_hash: str
+    failed_attempts: int
+    locked_until: datetime | None
+    disabled_at: datetime | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    token_hash: str
+    operator: OperatorRow
+    csrf: str
+    created_at: datetime
+    last_seen: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    id: int
+    at: datetime
+    operator: str | None
+    ip: str | None
+    action: str
+    target: str | None
+    detail: str | None
+    outcome: str
+
+
+@dataclass(frozen=True, slots=True)
+class TotalRow:
+    """The sum of one kind of account (available, held, house) in one currency, minor units."""
+
+    currency: str
+    kind: str
+    total: int
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    # SQLite hands timestamps back naive; they were written in UTC.
+    if moment is None or moment.tzinfo is not None:
+        return moment
+    return moment.replace(tzinfo=UTC)
+
+
+def _operator(row: Any) -> OperatorRow:
+    return OperatorRow(
+        name=row.name,
+        role=row.role,
+        password_hash=row.password_hash,
+        failed_attempts=row.failed_attempts,
+        locked_until=_utc(row.locked_until),
+        disabled_at=_utc(row.disabled_at),
+        created_at=_utc(row.created_at) or row.created_at,
+    )
+
+
+class OperatorTables:
+    """Reads and writes of the console's tables in ``store`` (a SQL store)."""
+
+    def __init__(self, store: Store) -> None:
+        if not isinstance(store, SqlStore):  # pragma: no cover - every store is a SQL store
+            raise TypeError("the console needs a SQL store")
+        self._store = store
+
+    @contextlib.contextmanager
+    def _tx(self, *, write: bool) -> Iterator[Connection]:
+        with self._store.translate_errors():
+            connection = self._store.dialect.connect(write=write)
+            try:
+                yield connection
+                connection.commit()
+            finally:
+                connection.close()
+
+    # --- operators ------------------------------------------------------------------------------
+
+    def add(self, name: str, role: str, password_hash: str, now: datetime) -> None:
+        with self._tx(write=True) as c:
+            if c.execute(select(operators.c.name).where(operators.c.name == name)).first():
+                raise OperatorExists(f"operator {name!r} exists already")
+            c.execute(
+                insert(operators).values(
+                    name=name,
+                    role=role,
+                    password_hash=password_hash,
+                    failed_attempts=0,
+                    created_at=now,
+                )
+            )
+
+    def get(self, name: str) -> OperatorRow | None:
+        with self._tx(write=False) as c:
+            row = c.execute(select(operators).where(operators.c.name == name)).first()
+        return None if row is None else _operator(row)
+
+    def every(self) -> list[OperatorRow]:
+        with self._tx(write=False) as c:
+            rows = c.execute(select(operators).order_by(operators.c.name)).all()
+        return [_operator(row) for row in rows]
+
+    def change(self, name: str, *, end_sessions: bool = False, **values: Any) -> bool:
+        """Set ``values`` on the operator; ``end_sessions`` signs them out everywhere."""
+        with self._tx(write=True) as c:
+            found = c.execute(
+                update(operators).where(operators.c.name == name).values(**values)
+            ).rowcount
+            if end_sessions:
+                c.execute(delete(operator_sessions).where(operator_sessions.c.operator == name))
+        return bool(found)
+
+    # --- sessions -------------------------------------------------------------------------------
+
+    def open_session(self, token_hash: str, operator: str, csrf: str, now: datetime) -> None:
+        with self._tx(write=True) as c:
+            c.execute(
+                insert(operator_sessions).values(
+                    token_hash=token_hash,
+                    operator=operator,
+                    csrf=csrf,
+                    created_at=now,
+                    last_seen=now,
+                )
+            )
+
+    def session(self, token_hash: str) -> SessionRow | None:
+        with self._tx(write=False) as c:
+            found = c.execute(
+                select(operator_sessions).where(operator_sessions.c.token_hash == token_hash)
+            ).first()
+            if found is None:
+                return None
+            owner = c.execute(select(operators).where(operators.c.name == found.operator)).one()
+        return SessionRow(
+            token_hash=found.token_hash,
+            operator=_operator(owner),
+            csrf=found.csrf,
+            created_at=_utc(found.created_at) or found.created_at,
+            last_seen=_utc(found.last_seen) or found.last_seen,
+        )
+
+    def touch_session(self, token_hash: str, now: datetime) -> None:
+        with self._tx(write=True) as c:
+            c.execute(
+                update(operator_sessions)
+                .where(operator_sessions.c.token_hash == token_hash)
+                .values(last_seen=now)
+            )
+
+    def prune_sessions(self, idle_since: datetime) -> None:
+        """End every session not used since ``idle_since`` (they can only expire anyway)."""
+        with self._tx(write=True) as c:
+            c.execute(delete(operator_sessions).where(operator_sessions.c.last_seen < idle_since))
+
+    def close_session(self, token_hash: str) -> None:
+        with self._tx(write=True) as c:
+            c.execute(delete(operator_sessions).where(operator_sessions.c.token_hash == token_hash))
+
+    # --- audit ----------------------------------------------------------------------------------
+
+    def record(
+        self,
+        *,
+        at: datetime,
+        operator: str | None,
+        ip: str | None,
+        action: str,
+        target: str | None,
+        detail: str | None,
+        outcome: str,
+    ) -> None:
+        with self._tx(write=True) as c:
+            c.execute(
+                insert(operator_audit).values(
+                    at=at,
+                    operator=operator,
+                    ip=ip,
+                    action=action,
+                    target=target,
+                    detail=detail,
+                    outcome=outcome,
+                )
+            )
+
+    def audit(self, limit: int, before: int | None, action: str | None = None) -> list[AuditRow]:
+        """At most ``limit`` entries, newest first, older than entry id ``before``."""
+        query = select(operator_audit).order_by(operator_audit.c.id.desc()).limit(limit)
+        if before is not None:
+            query = query.where(operator_audit.c.id < before)
+        if action is not None:
+            query = query.where(operator_audit.c.action == action)
+        with self._tx(write=False) as c:
+            rows = c.execute(query).all()
+        return [
+            AuditRow(
+                id=row.id,
+                at=_utc(row.at) or row.at,
+                operator=row.operator,
+                ip=row.ip,
+                action=row.action,
+                target=row.target,
+                detail=row.detail,
+                outcome=row.outcome,
+            )
+            for row in rows
+        ]
+
+    # --- overview -------------------------------------------------------------------------------
+
+    def totals(self) -> list[TotalRow]:
+        """Per currency and account kind, the sum of the balances (exact on both stores)."""
+        total = self._store.dialect.exact_sum(accounts.c.balance)
+        query = (
+            select(accounts.c.currency, accounts.c.kind, total.label("total"))
+            .group_by(accounts.c.currency, accounts.c.kind)
+            .order_by(accounts.c.currency, accounts.c.kind)
+        )
+        with self._tx(write=False) as c:
+            rows = c.execute(query).all()
+        return [TotalRow(row.currency, row.kind, int(row.total or 0)) for row in rows]
+
+    def house_accounts(self) -> list[tuple[str, str, int]]:
+        """Every house account: ``(name, currency, balance)``."""
+        query = (
+            select(accounts.c.name, accounts.c.currency, accounts.c.balance)
+            .where(accounts.c.kind == "house")
+            .order_by(accounts.c.name, accounts.c.currency)
+        )
+        with self._tx(write=False) as c:
+            return [(row.name, row.currency, int(row.balance)) for row in c.execute(query)]

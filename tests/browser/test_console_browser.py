@@ -1,0 +1,296 @@
+"""The console in a real browser: headless Chromium (Debian's ``chromium`` and
+``chromium-driver``) through Selenium, against a real ``ledger serve`` on 127.0.0.1, once per
+store.
+
+Marked ``browser``: the default run leaves them out, ``.ci/run`` installs the browser and runs
+them. A missing browser fails the run; it never skips. Screenshots of every page land in the
+test's tmp dir (``screens/``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import WebDriverWait
+
+from support.httpkit import (
+    CLIENT,
+    OPERATOR,
+    OPERATOR_HEADERS,
+    PLACE,
+    SECRET,
+    Server,
+    dumps,
+    headers,
+    ledger_command,
+    run_server,
+)
+from support.payloads import entry, place
+
+pytestmark = pytest.mark.browser
+
+T = TypeVar("T")
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+PASSWORD = "correct horse battery"
+ROLES = {"vic": "viewer", "cal": "cashier", "ada": "admin"}
+
+
+@pytest.fixture
+def driver() -> Iterator[WebDriver]:
+    missing = [str(path) for path in (CHROMIUM, CHROMEDRIVER) if not path.exists()]
+    assert not missing, f"install Debian's chromium and chromium-driver: {missing} missing"
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",  # tests run as root in CI
+        "--disable-gpu",
+        "--window-size=1280,900",
+        # Nothing may leave 127.0.0.1: no component updates, no background fetches.
+        "--disable-component-update",
+        "--disable-background-networking",
+        "--disable-sync",
+        "--disable-default-apps",
+        "--no-first-run",
+    ):
+        options.add_argument(argument)
+    # The driver's path, always: without it Selenium Manager would try to download one.
+    browser = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        yield browser
+    finally:
+        browser.quit()
+
+
+@pytest.fixture
+def server(tmp_path: Path, store_url: str) -> Iterator[Server]:
+    env = {
+        "LEDGER_DATABASE_URL": store_url,
+        "LEDGER_JWT_SECRET": SECRET,
+        "LEDGER_CLIENT_NAME": CLIENT,
+        "LEDGER_OPERATOR_TOKEN": OPERATOR,
+    }
+    # The first operators are made as the README says: `ledger operators add`.
+    for name, role in ROLES.items():
+        subprocess.run(
+            [*ledger_command(), "operators", "add", name, "--role", role, "--password-stdin"],
+            input=PASSWORD + "\n",
+            env={**env, "PATH": "/usr/bin:/bin"},
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    with run_server(tmp_path, env) as running:
+        with httpx.Client(base_url=running.url) as http:
+            deposit = {"user": "u1", "currency": "EUR", "amount": "100.00", "reference": "top-up-1"}
+            assert http.post("/admin/deposits", json=deposit, headers=OPERATOR_HEADERS).is_success
+            body = dumps(place(entry(1001, pool=7)))
+            assert http.post("/bets", content=body, headers=headers(PLACE)).is_success
+        yield running
+
+
+class Console:
+    """The browser on one server: navigation, reads that survive page loads, screenshots."""
+
+    def __init__(self, driver: WebDriver, server: Server, screens: Path) -> None:
+        self.driver, self.url, self.screens = driver, server.url, screens
+        screens.mkdir(exist_ok=True)
+
+    def open(self, path: str) -> None:
+        self.driver.get(self.url + path)
+
+    def read(self, script: str, until: Callable[[Any], bool] = bool) -> Any:
+        """``script``'s value once ``until`` holds; one ``execute_script`` per try, so a page
+        being replaced meanwhile is retried rather than read half-gone."""
+        found: list[Any] = []
+
+        def ready(driver: WebDriver) -> bool:
+            value = driver.execute_script(script)
+            found[:] = [value]
+            return until(value)
+
+        WebDriverWait(self.driver, 15, ignored_exceptions=[WebDriverException]).until(ready)
+        return found[0]
+
+    def text(self, selector: str, until: Callable[[str], bool] = bool) -> str:
+        script = (
+            f"const e = document.querySelector({json.dumps(selector)});"
+            " return e ? e.innerText : '';"
+        )
+        return str(self.read(script, until))
+
+    def fill(self, selector: str, value: str) -> None:
+        field = self.driver.find_element(By.CSS_SELECTOR, selector)
+        field.clear()
+        field.send_keys(value)
+
+    def click(self, selector: str) -> None:
+        self.driver.find_element(By.CSS_SELECTOR, selector).click()
+
+    def shot(self, name: str) -> Path:
+        path = self.screens / f"{name}.png"
+        self.driver.save_screenshot(str(path))
+        return path
+
+    def sign_in(self, name: str) -> None:
+        self.open("/console/sign-in")
+        self.text("h1")
+        self.fill("#name", name)
+        self.fill("#password", PASSWORD)
+        self.click("#sign-in")
+        self.text("#whoami", lambda text: text == f"{name} ({ROLES[name]})")
+
+    def sign_out(self) -> None:
+        self.click("#sign-out")
+        self.text("h1", lambda text: text.startswith("Sign in"))
+
+    def post(self, path: str, form: dict[str, str]) -> int:
+        """POST ``form`` from the page itself (the browser's cookies, no CSRF header)."""
+        script = """
+            const [url, form, done] = arguments;
+            fetch(url, {method: 'POST', body: new URLSearchParams(form), redirect: 'manual'})
+                .then(answer => done(answer.status));
+        """
+        return int(self.driver.execute_async_script(script, self.url + path, form))
+
+    def csrf(self) -> str:
+        return str(self.read("return document.querySelector('input[name=csrf]').value;"))
+
+    def requested(self) -> list[str]:
+        """Every URL this page loaded (itself and its resources)."""
+        script = "return performance.getEntries().map(e => e.name).filter(n => n.includes('://'));"
+        return list(self.read(script, lambda names: True))
+
+
+@pytest.fixture
+def console(driver: WebDriver, server: Server, tmp_path: Path) -> Console:
+    return Console(driver, server, tmp_path / "screens")
+
+
+def available(console: Console) -> str:
+    return console.text("#balances tbody tr td:nth-child(2)")
+
+
+def find_user(console: Console, uid: str) -> None:
+    console.open("/console/users")
+    console.fill("#uid", uid)
+    console.click("#find-user")  # htmx swaps the user in
+    console.text("#user-heading", lambda text: uid in text)
+
+
+def test_each_role_does_what_it_may_in_a_real_browser(console: Console) -> None:
+    # A viewer finds a user, reads a balance and a statement line, and may not move money.
+    console.open("/console/overview")
+    console.text("h1", lambda text: text.startswith("Sign in"))
+    console.shot("sign-in")
+    console.sign_in("vic")
+    console.shot("overview")
+    assert console.text("#totals tbody") == "EUR\t89.00\t11.00\t-100.00"
+    find_user(console, "u1")
+    assert available(console) == "89.00"
+    assert "top-up-1" in console.text("#statement")
+    assert console.driver.find_elements(By.ID, "movement") == []
+    refused = console.post(
+        "/console/users/movements",
+        {"csrf": console.csrf(), "uid": "u1", "kind": "deposit", "currency": "EUR",
+         "amount": "5", "reference": "viewer-try"},
+    )  # fmt: skip
+    assert refused == 403
+    console.sign_out()
+
+    # A cashier deposits; a double click moves the money once.
+    console.sign_in("cal")
+    find_user(console, "u1")
+    console.fill("#currency", "EUR")
+    console.fill("#amount", "5.25")
+    console.fill("#reference", "ticket-42")
+    console.click("#move")
+    console.driver.execute_script("document.querySelector('#move').click()")
+    console.text("#movement-done", lambda text: "ticket-42" in text)
+    console.shot("deposit")
+    find_user(console, "u1")
+    assert available(console) == "94.25"
+    console.shot("users")
+
+    # Follow the bet from the statement to its page, and on to its tournament.
+    console.click("#statement a[href*='/console/bets?uid=1001']")
+    assert console.text("#bet-state") == "placed"
+    assert "10.00" in console.text("#bet-facts")
+    console.shot("bet")
+    console.click("#bet-facts a[href*='/console/tournaments']")
+    assert "EUR" in console.text("#report tbody")
+    console.shot("tournament")
+    console.open("/console/check")
+    assert console.driver.find_elements(By.ID, "run-check") == []  # not for a cashier
+    console.sign_out()
+
+    # An admin runs check, reads the audit log and the operators.
+    console.sign_in("ada")
+    console.open("/console/check")
+    console.click("#run-check")
+    assert "The books balance" in console.text("#check-ok")
+    console.shot("check")
+    console.open("/console/audit")
+    audit = console.text("#audit tbody")
+    assert "cal\t" in audit
+    assert "deposit\tu1\tok" in audit
+    assert "withdrawal" not in audit
+    assert "deposit\tu1\toperator.forbidden" in audit  # the viewer's try
+    console.shot("audit")
+    console.open("/console/operators")
+    assert "vic" in console.text("#operators")
+    console.shot("operators")
+    assert all(url.startswith(console.url) for url in console.requested())
+
+    # A phone-width screen: the page reflows rather than scrolling sideways.
+    console.driver.set_window_size(390, 844)
+    console.open("/console/overview")
+    width = console.read("return [document.documentElement.scrollWidth, window.innerWidth];")
+    assert width[0] <= width[1]
+    console.shot("overview-phone")
+    console.sign_out()
+
+
+def test_csrf_and_session_fixation_attempts_are_refused_in_a_real_browser(
+    console: Console, server: Server
+) -> None:
+    console.sign_in("cal")
+    find_user(console, "u1")
+    form = {"uid": "u1", "kind": "deposit", "currency": "EUR", "amount": "1", "reference": "x"}
+    # A request forged with the victim's cookies but without the session's token: refused.
+    assert console.post("/console/users/movements", form) == 403
+    assert console.post("/console/users/movements", {**form, "csrf": "forged"}) == 403
+    find_user(console, "u1")
+    assert available(console) == "89.00"
+    console.sign_out()
+
+    # Fixation: an attacker signs in, plants their session token in the victim's browser, and
+    # waits for the victim to sign in on top of it.
+    with httpx.Client(base_url=server.url) as attacker:
+        page = attacker.get("/console/sign-in").text
+        token = re.search(r'name="csrf" value="([^"]+)"', page)
+        assert token is not None
+        attacker.post(
+            "/console/sign-in", data={"name": "vic", "password": PASSWORD, "csrf": token.group(1)}
+        )
+        planted = attacker.cookies["ledger_console"]
+        console.open("/console/sign-in")
+        console.driver.add_cookie({"name": "ledger_console", "value": planted, "path": "/console"})
+        console.sign_in("cal")
+        assert console.driver.get_cookie("ledger_console")["value"] != planted  # type: ignore[index]
+        assert attacker.get("/console/overview").status_code == 303  # planted token is dead
+    console.shot("after-fixation-attempt")

@@ -1,0 +1,316 @@
+"""Console operators on both stores: accounts, sign-in, sessions, lockout, audit log, overview,
+and the ``ledger operators`` / ``ledger audit`` commands."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from click.testing import CliRunner
+
+import ledger
+import ledger.operators
+from ledger.cli import main
+from ledger.errors import InvalidRequest
+from ledger.operators import (
+    IDLE,
+    LIFETIME,
+    LOCKOUT,
+    MAX_FAILURES,
+    Operators,
+    SignInFailed,
+    allowed,
+    expired,
+    hash_password,
+    verify_password,
+)
+from ledger.stores.operators import OperatorExists
+
+PASSWORD = "correct horse battery"
+
+
+class Clock:
+    """A settable clock for expiry and lockout."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture(autouse=True)
+def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The production cost takes most of a second per hash on a busy machine; the rules under
+    # test do not depend on it (each hash records its own parameters).
+    monkeypatch.setattr(ledger.operators, "COST", (2**10, 8, 1))
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def staff(book: ledger.Ledger, clock: Clock) -> Operators:
+    found = Operators(book.store, clock)
+    found.add("ada", "admin", PASSWORD)
+    found.add("cal", "cashier", PASSWORD)
+    return found
+
+
+# --- pure rules ---------------------------------------------------------------------------------
+
+
+def test_password_hash_is_salted_scrypt_at_owasp_cost_and_verifies_only_the_right_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ledger.operators, "COST", (2**14, 8, 5))
+    first, second = hash_password(PASSWORD), hash_password(PASSWORD)
+    assert first.startswith("scrypt$16384$8$5$")
+    assert first.startswith("scrypt$")
+    assert first != second
+    assert verify_password(PASSWORD, first)
+    assert verify_password(PASSWORD, second)
+    assert not verify_password(PASSWORD + "x", first)
+    assert not verify_password(PASSWORD, "not a hash")
+    assert PASSWORD not in first
+
+
+def test_roles_are_cumulative_viewer_reads_cashier_moves_admin_checks_and_manages() -> None:
+    table = {
+        role: [allowed(role, permission) for permission in ("read", "move", "check", "operators")]
+        for role in ("viewer", "cashier", "admin")
+    }
+    assert table == {
+        "viewer": [True, False, False, False],
+        "cashier": [True, True, False, False],
+        "admin": [True, True, True, True],
+    }
+
+
+def test_a_session_expires_when_idle_too_long_or_past_its_lifetime() -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    assert not expired(start, start, start + IDLE)
+    assert expired(start, start, start + IDLE + timedelta(seconds=1))
+    busy = start + LIFETIME  # used a second ago, but signed in a lifetime ago
+    assert not expired(start, busy, busy)
+    assert expired(start, busy, busy + timedelta(seconds=1))
+
+
+# --- accounts and sessions, on both stores ------------------------------------------------------
+
+
+def test_sign_in_opens_a_session_known_by_its_token_only(staff: Operators) -> None:
+    session = staff.sign_in("ada", PASSWORD, "127.0.0.1")
+    assert session.token
+    assert session.role == "admin"
+    found = staff.session(session.token)
+    assert found is not None
+    assert (found.operator, found.csrf) == ("ada", session.csrf)
+    assert staff.session(session.token + "x") is None
+    # The database holds the token's hash, never the token.
+    assert staff.tables.session(session.token) is None
+
+
+def test_wrong_password_unknown_name_and_disabled_account_are_refused_alike(
+    staff: Operators,
+) -> None:
+    staff.disable("cal")
+    refusals = []
+    for name, password in (("ada", "wrong password"), ("nobody", PASSWORD), ("cal", PASSWORD)):
+        with pytest.raises(SignInFailed) as caught:
+            staff.sign_in(name, password, "10.0.0.9")
+        refusals.append((caught.value.key, caught.value.message))
+    assert len(set(refusals)) == 1
+    entries = staff.audit(10, action="sign_in").items
+    reasons = [
+        (entry["operator"], entry["outcome"], entry["detail"]["reason"]) for entry in entries
+    ]
+    assert reasons == [
+        ("cal", "auth.sign_in_failed", "disabled"),
+        ("nobody", "auth.sign_in_failed", "unknown_operator"),
+        ("ada", "auth.sign_in_failed", "bad_password"),
+    ]
+    assert {entry["ip"] for entry in entries} == {"10.0.0.9"}
+
+
+def test_repeated_failures_lock_the_account_even_against_the_right_password(
+    staff: Operators, clock: Clock
+) -> None:
+    for _ in range(MAX_FAILURES):
+        with pytest.raises(SignInFailed):
+            staff.sign_in("ada", "wrong password", None)
+    with pytest.raises(SignInFailed):
+        staff.sign_in("ada", PASSWORD, None)
+    assert staff.audit(1).items[0]["detail"] == {"reason": "locked"}
+    clock.now += LOCKOUT + timedelta(seconds=1)
+    assert staff.sign_in("ada", PASSWORD, None).operator == "ada"
+
+
+def test_failures_below_the_limit_are_forgotten_at_a_good_sign_in(
+    staff: Operators, clock: Clock
+) -> None:
+    for _ in range(MAX_FAILURES - 1):
+        with pytest.raises(SignInFailed):
+            staff.sign_in("ada", "wrong password", None)
+    staff.sign_in("ada", PASSWORD, None)
+    for _ in range(MAX_FAILURES - 1):
+        with pytest.raises(SignInFailed):
+            staff.sign_in("ada", "wrong password", None)
+    assert staff.sign_in("ada", PASSWORD, None).operator == "ada"
+
+
+def test_a_session_idle_too_long_is_over(staff: Operators, clock: Clock) -> None:
+    token = staff.sign_in("ada", PASSWORD, None).token
+    clock.now += IDLE - timedelta(seconds=1)
+    assert staff.session(token) is not None  # this use restarts the idle time
+    clock.now += IDLE - timedelta(seconds=1)
+    assert staff.session(token) is not None
+    clock.now += IDLE + timedelta(seconds=1)
+    assert staff.session(token) is None
+    clock.now -= IDLE  # and it stays over: the session row is gone
+    assert staff.session(token) is None
+
+
+def test_a_sign_in_sweeps_the_sessions_abandoned_past_their_idle_time(
+    staff: Operators, clock: Clock
+) -> None:
+    abandoned = staff.sign_in("cal", PASSWORD, None).token
+    assert abandoned is not None
+    clock.now += IDLE + timedelta(seconds=1)
+    staff.sign_in("ada", PASSWORD, None)
+    assert staff.tables.session(ledger.operators.token_hash(abandoned)) is None
+
+
+def test_disabling_or_a_new_password_ends_the_operators_sessions(staff: Operators) -> None:
+    ada = staff.sign_in("ada", PASSWORD, None).token
+    cal = staff.sign_in("cal", PASSWORD, None).token
+    staff.disable("cal")
+    staff.passwd("ada", "another good password")
+    assert staff.session(ada) is None
+    assert staff.session(cal) is None
+    with pytest.raises(SignInFailed):
+        staff.sign_in("ada", PASSWORD, None)
+    assert staff.sign_in("ada", "another good password", None).operator == "ada"
+
+
+def test_sign_in_ends_the_session_token_the_browser_brought(staff: Operators) -> None:
+    # Fixation: whatever token an attacker planted is ended, and the new session has its own.
+    planted = staff.sign_in("cal", PASSWORD, None).token
+    assert planted is not None
+    session = staff.sign_in("ada", PASSWORD, None, planted=planted)
+    assert session.token != planted
+    assert staff.session(planted) is None
+
+
+def test_sign_out_ends_the_session_and_is_audited(staff: Operators) -> None:
+    token = staff.sign_in("ada", PASSWORD, "127.0.0.1").token
+    staff.sign_out(token, "127.0.0.1")
+    assert staff.session(token) is None
+    assert staff.audit(1).items[0]["action"] == "sign_out"
+
+
+def test_operator_names_are_unique_and_rules_refuse_bad_accounts(staff: Operators) -> None:
+    with pytest.raises(OperatorExists):
+        staff.add("ada", "viewer", PASSWORD)
+    for name, role, password in (
+        ("has space", "viewer", PASSWORD),
+        ("vic", "root", PASSWORD),
+        ("vic", "viewer", "short"),
+    ):
+        with pytest.raises(InvalidRequest):
+            staff.add(name, role, password)
+    assert [row.name for row in staff.every()] == ["ada", "cal"]
+
+
+# --- audit log and overview ---------------------------------------------------------------------
+
+
+def test_audit_log_pages_newest_first_and_exports_every_entry_as_csv(staff: Operators) -> None:
+    for number in range(7):
+        staff.record("cal", "127.0.0.1", "deposit", f"u{number}", amount=f"{number}.00")
+    first = staff.audit(3)
+    assert [entry["target"] for entry in first.items] == ["u6", "u5", "u4"]
+    second = staff.audit(3, first.next)
+    third = staff.audit(3, second.next)
+    assert [entry["target"] for entry in second.items + third.items] == ["u3", "u2", "u1", "u0"]
+    assert third.next is None
+    rows = list(csv.DictReader(io.StringIO("".join(staff.audit_csv("deposit")))))
+    assert [row["target"] for row in rows] == [f"u{n}" for n in range(6, -1, -1)]
+    assert json.loads(rows[0]["detail"]) == {"amount": "6.00"}
+    with pytest.raises(InvalidRequest):
+        staff.audit(3, "not a cursor")
+
+
+def test_overview_totals_are_exact_per_currency_beyond_64_bits(
+    book: ledger.Ledger, staff: Operators
+) -> None:
+    big = "90000000000000000000.00"  # 9e21 minor units: beyond a 64-bit integer
+    book.deposit("u1", "EUR", big, "r1")
+    book.deposit("u2", "EUR", big, "r2")
+    book.deposit("u3", "JPY", "500", "r3")
+    overview = staff.overview(book.currencies.scale)
+    assert overview["currencies"] == [
+        {"currency": "EUR", "available": "180000000000000000000.00", "held": "0.00",
+         "house": "-180000000000000000000.00"},
+        {"currency": "JPY", "available": "500", "held": "0", "house": "-500"},
+    ]  # fmt: skip
+    assert {row["account"] for row in overview["house"]} == {"house:cash"}
+    assert overview["last_check"] is None
+    staff.record("ada", None, "check", outcome="ok", problems=0)
+    assert staff.overview(book.currencies.scale)["last_check"]["operator"] == "ada"
+
+
+# --- the commands -------------------------------------------------------------------------------
+
+
+def test_operators_commands_read_passwords_from_stdin_and_are_audited(store_url: str) -> None:
+    runner = CliRunner()
+    db = ["--db", store_url]
+    added = runner.invoke(
+        main,
+        ["operators", "add", "vic", "--role", "viewer", "--password-stdin", *db],
+        input=PASSWORD + "\n",
+    )
+    assert added.exit_code == 0, added.output
+    listed = runner.invoke(main, ["operators", "list", "--json", *db])
+    assert json.loads(listed.output)[0] | {"created_at": None} == {
+        "name": "vic",
+        "role": "viewer",
+        "state": "active",
+        "locked_until": None,
+        "created_at": None,
+    }
+    changed = runner.invoke(
+        main, ["operators", "passwd", "vic", "--password-stdin", *db], input="new password 1\n"
+    )
+    assert changed.exit_code == 0, changed.output
+    assert runner.invoke(main, ["operators", "disable", "vic", *db]).exit_code == 0
+    missing = runner.invoke(main, ["operators", "disable", "nobody", *db])
+    assert missing.exit_code == 1
+    assert "operator.not_found" in missing.output
+    log = json.loads(runner.invoke(main, ["audit", "--json", *db]).output)
+    assert [(item["action"], item["target"]) for item in log["items"]] == [
+        ("operator_disable", "vic"),
+        ("operator_passwd", "vic"),
+        ("operator_add", "vic"),
+    ]
+    exported = runner.invoke(main, ["audit", "--csv", *db]).output
+    assert exported.splitlines()[0] == "id,at,operator,ip,action,target,outcome,detail"
+
+
+def test_operators_add_prompts_twice_for_a_hidden_password(store_url: str) -> None:
+    runner = CliRunner()
+    result = runner.invoke(
+        main,
+        ["operators", "add", "ada", "--role", "admin", "--db", store_url],
+        input=f"{PASSWORD}\n{PASSWORD}\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert PASSWORD not in result.output
+    with ledger.open_ledger(store_url) as book:
+        assert Operators(book.store).sign_in("ada", PASSWORD, None).role == "admin"
