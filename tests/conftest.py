@@ -39,10 +39,16 @@ class PostgresCluster:
         return url.render_as_string(hide_password=False)
 
     def url(self, database: str) -> str:
-        """The SQLAlchemy URL (psycopg 3) of ``database`` on this server."""
+        """The SQLAlchemy URL (psycopg 3) of ``database`` on this server.
+
+        With ``LEDGER_TEST_PG_PREPARE_THRESHOLD`` set (``none``: as behind pgbouncer in
+        transaction mode), every URL carries it, so that a whole suite runs that way.
+        """
         url = self._admin.set(drivername="postgresql+psycopg", database=database)
         if not url.password:
             url = url.set(password=None)
+        if threshold := os.environ.get("LEDGER_TEST_PG_PREPARE_THRESHOLD"):
+            url = url.update_query_dict({"prepare_threshold": threshold})
         return self._dsn(url)
 
     def execute(self, sql: str) -> None:

@@ -70,8 +70,11 @@ class Ledger:
         max_queue: int = 10_000,
         max_wait: float = 10.0,
         threads: int = 16,
+        read_store: Store | None = None,
     ) -> None:
         self.store = store
+        # Reports may read from a replica; nothing that decides money does (see _read).
+        self.read_store = read_store
         self.currencies = currencies or CurrencyTable()
         direct = DirectWriter(
             store, max_attempts=max_attempts, threads=threads, max_queue=max_queue
@@ -103,6 +106,8 @@ class Ledger:
             self._decoders.shutdown(wait=True)
         self.writer.close()
         self.store.close()
+        if self.read_store is not None:
+            self.read_store.close()
 
     # --- plumbing -------------------------------------------------------------------------------
 
@@ -126,9 +131,25 @@ class Ledger:
             return failed
         return self.writer.submit(built)
 
-    def _read(self, work: Callable[[UnitOfWork], T]) -> T:
-        with self.store.unit_of_work(write=False) as uow:
+    def _read(self, work: Callable[[UnitOfWork], T], *, primary: bool = False) -> T:
+        """Run a read in a read-only unit of work: on the read replica when there is one.
+
+        Only reports come here (statements, bets, pool reports, balances as shown): every read
+        that decides money (a balance before a debit, a bet's state, an idempotency key) happens
+        inside the command's own unit of work on the primary (ledger.writer), so a replica's lag
+        can make a report stale but never a decision wrong. ``primary`` for what must see every
+        acknowledged write (the audit, the readiness probe).
+        """
+        store = self.store if primary or self.read_store is None else self.read_store
+        with store.unit_of_work(write=False) as uow:
             return work(uow)
+
+    def replica_lag(self) -> float | None:
+        """Seconds a replica read may be behind the primary; ``None`` without a read replica."""
+        if self.read_store is None:
+            return None
+        lag = self.read_store.replica_lag()
+        return 0.0 if lag is None else lag
 
     def _minor(self, amount: Decimal, currency: str, field: str) -> int:
         return to_minor(amount, self.currencies.scale(currency), field=field)
@@ -373,11 +394,11 @@ class Ledger:
 
     def check(self) -> CheckReport:
         """Verify the journal's invariants (DESIGN section 4) over the whole database."""
-        return self._read(lambda uow: uow.check())
+        return self._read(lambda uow: uow.check(), primary=True)
 
     def ping(self) -> None:
         """Raise :class:`~ledger.errors.StoreUnavailable` unless the database answers."""
-        self._read(lambda uow: uow.ping())
+        self._read(lambda uow: uow.ping(), primary=True)
 
 
 def open_ledger(
@@ -389,6 +410,7 @@ def open_ledger(
     max_queue: int = 10_000,
     max_wait: float = 10.0,
     threads: int = 16,
+    read_url: str | None = None,
     **store_options: Any,
 ) -> Ledger:
     """Open the ledger in the database ``url`` names (the one composition root of the library).
@@ -398,9 +420,19 @@ def open_ledger(
     applies concurrent writes in shared transactions, one durable commit per batch; at most
     ``max_queue`` writes wait for the writer, and none is queued while it has been stuck on one
     batch for ``max_wait`` seconds (both refused with 503 ``store.busy``). ``threads`` writers
-    apply the writes that do not go through group commit.
+    apply the writes that do not go through group commit. ``read_url`` names a read replica
+    (a streaming standby) that reports read from; see :meth:`Ledger._read`.
     """
     store = open_store(url, migrate=migrate, **store_options)
+    try:
+        read_store = (
+            None
+            if read_url is None
+            else open_store(read_url, migrate=False, create=False, primary=False, **store_options)
+        )
+    except BaseException:
+        store.close()
+        raise
     return Ledger(
         store,
         currencies=currencies,
@@ -408,4 +440,5 @@ def open_ledger(
         max_queue=max_queue,
         max_wait=max_wait,
         threads=threads,
+        read_store=read_store,
     )
