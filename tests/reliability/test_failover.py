@@ -73,8 +73,10 @@ def replicated(
         database.start()
         ledger.open_ledger(database.multi_host_url(), migrate=True).close()
         for name in ("replica-a", "replica-b"):
-            # A short connect timeout: a host that does not answer is skipped quickly.
-            env = server_env(database.multi_host_url(), LEDGER_DB_TIMEOUT="2")
+            # A short connect timeout: a host that does not answer is skipped quickly. The
+            # second replica reads its reports from the standby.
+            extra = {"LEDGER_READ_DATABASE_URL": database.standby.url()} if servers else {}
+            env = server_env(database.multi_host_url(), LEDGER_DB_TIMEOUT="2", **extra)
             server = LedgerProcess(tmp_path, env, name=name)
             server.start()
             servers.append(server)
@@ -115,6 +117,9 @@ def test_a_failover_to_a_synchronous_standby_loses_no_acknowledged_delivery_and_
         with driver.running(threads=8):
             wait_until(lambda: len(driver.acknowledged_so_far()) >= 60, 60, "traffic")
             assert [ready(server) for server in servers] == [200, 200]
+            # The replica reading from the standby says how stale its reports may be.
+            lag = httpx.get(f"{servers[1].url}/ready", timeout=10).json()["replica_lag_seconds"]
+            assert 0 <= lag < 60
             database.primary.kill()
             # While no host accepts writes the replicas say so (a load balancer stops sending).
             wait_until(lambda: all(ready(s) == 503 for s in servers), 30, "/ready 503")
