@@ -27,29 +27,14 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from run import (  # noqa: E402
     CONNECTIONS,
     USERS,
-    auth_header,
     free_port,
     fund,
     ledger_server,
     machine,
+    wrk,
 )
 
 from support.replication import ReplicatedPostgres  # noqa: E402
-
-_RUN = iter(range(1, 1_000_000))
-
-
-def wrk(port: int, connections: int, seconds: int) -> dict[str, Any]:
-    command = [
-        "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s",
-        "-s", str(HERE / "place_bet.lua"), f"http://127.0.0.1:{port}",
-        "--", auth_header(), str(USERS), "/bets", str(next(_RUN) * 10_000_000_000),
-    ]  # fmt: skip
-    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    line = next(line for line in output.splitlines() if line.startswith("WRK_JSON "))
-    data: dict[str, Any] = json.loads(line.removeprefix("WRK_JSON "))
-    data["rps"] = data["requests"] / (data["duration_us"] / 1e6)
-    return data
 
 
 def load(ports: list[int], seconds: int) -> dict[str, Any]:
@@ -57,7 +42,7 @@ def load(ports: list[int], seconds: int) -> dict[str, Any]:
     results: list[dict[str, Any]] = [{} for _ in ports]
 
     def drive(index: int, port: int) -> None:
-        results[index] = wrk(port, CONNECTIONS // len(ports), seconds)
+        results[index] = wrk(port, "/bets", USERS, seconds, CONNECTIONS // len(ports))
 
     threads = [threading.Thread(target=drive, args=item) for item in enumerate(ports)]
     for thread in threads:

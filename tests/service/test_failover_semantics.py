@@ -22,6 +22,7 @@ import ledger
 from ledger.stores import open_store
 from support import payloads as P
 from support.books import balance, raises_key
+from support.httpkit import free_port
 
 D = Decimal
 
@@ -144,3 +145,16 @@ def test_reports_read_the_replica_and_no_money_decision_ever_does(
     with ledger.open_ledger(store_url) as primary:
         assert balance(primary, "u1") == (D("9.00"), D("11.00"))
         assert primary.replica_lag() is None
+
+
+def test_a_read_replica_that_is_down_fails_reports_only_never_money(postgres_url: str) -> None:
+    down = f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/nowhere"
+    with ledger.open_ledger(postgres_url, migrate=True, read_url=down, connect_timeout=1) as book:
+        book.deposit("u1", "EUR", "20.00", reference="seed")
+        book.place_bets(P.place(P.entry(1, amount=D("10.00"))))
+        book.ping()
+        assert book.check().ok
+        with raises_key("store.unavailable"):
+            book.statement("u1")
+        with raises_key("store.unavailable"):
+            book.replica_lag()

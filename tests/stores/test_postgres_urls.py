@@ -22,7 +22,12 @@ from sqlalchemy.engine import make_url
 
 import ledger
 from ledger.settings import Settings, SettingsError
-from ledger.stores.postgres import PostgresStore, connection_url, normalize_url
+from ledger.stores.postgres import (
+    PostgresStore,
+    connection_url,
+    normalize_url,
+    parse_prepare_threshold,
+)
 from support import payloads as P
 from support.httpkit import free_port, ledger_command
 
@@ -108,11 +113,12 @@ def test_db_upgrade_and_check_accept_libpq_host_lists(postgres_url: str) -> None
         assert connection.execute(b"SELECT count(*) FROM alembic_version").fetchone() == (1,)
 
 
-@pytest.mark.parametrize(("threshold", "prepares"), [("none", False), (None, True)])
+@pytest.mark.parametrize(("threshold", "prepares"), [("none", False), ("5", True)])
 def test_prepare_threshold_none_leaves_no_server_side_prepared_statement(
-    postgres_url: str, threshold: str | None, prepares: bool
+    postgres_url: str, threshold: str, prepares: bool
 ) -> None:
-    url = postgres_url if threshold is None else f"{postgres_url}&prepare_threshold={threshold}"
+    # "5" is psycopg's default, spelled out so that a run-wide setting cannot change it.
+    url = f"{postgres_url}&prepare_threshold={threshold}"
     with ledger.open_ledger(url, migrate=True) as book:
         book.deposit("u1", "EUR", "100.00", reference="seed")
         book.place_bets(P.place(P.entry(1, user="u1", amount=D("1.00"), rake=D("0.10"))))
@@ -160,3 +166,15 @@ def test_the_store_suite_passes_with_no_server_side_prepared_statements() -> Non
         timeout=1800,
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_every_connection_of_the_run_gets_the_run_wide_prepare_threshold(postgres_url: str) -> None:
+    """With ``LEDGER_TEST_PG_PREPARE_THRESHOLD`` (conftest) the whole run prepares that way."""
+    given = os.environ.get("LEDGER_TEST_PG_PREPARE_THRESHOLD")
+    expected = 5 if not given else parse_prepare_threshold(given)
+    with ledger.open_ledger(postgres_url, migrate=True) as book:
+        store = book.store
+        assert isinstance(store, PostgresStore)
+        with store.engine.connect() as connection:
+            assert connection.connection.dbapi_connection is not None
+            assert connection.connection.dbapi_connection.prepare_threshold == expected

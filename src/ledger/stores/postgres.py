@@ -192,7 +192,9 @@ class PostgresStore(SqlStore):
         )
         if migrate:
             self.migrate()
-        else:
+        elif primary:
+            # A replica's schema is the primary's (replication copies it), and a replica that is
+            # down when the server starts must cost reports only, never the callbacks.
             self._require_schema()
 
     def replica_lag(self) -> float | None:
