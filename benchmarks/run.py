@@ -113,11 +113,13 @@ def echo_server(port: int) -> contextlib.AbstractContextManager[Any]:
 _RUNS = itertools.count(1)  # every wrk run places bets with uids of its own
 
 
-def wrk(port: int, path: str, users: int, seconds: int) -> dict[str, Any]:
+def wrk(
+    port: int, path: str, users: int, seconds: int, connections: int = CONNECTIONS
+) -> dict[str, Any]:
     if shutil.which("wrk") is None:
         raise SystemExit("benchmark (a) needs wrk: apt-get install wrk")
     command = [
-        "wrk", "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s", "--timeout", "10s",
+        "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s",
         "-s", str(HERE / "place_bet.lua"), f"http://127.0.0.1:{port}",
         "--", auth_header(), str(users), path, str(next(_RUNS) * 10_000_000_000),
     ]  # fmt: skip

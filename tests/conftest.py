@@ -74,6 +74,26 @@ class PostgresCluster:
             self._migrated_template = None
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _prepare_threshold_from_env() -> Iterator[None]:
+    """``LEDGER_TEST_PG_PREPARE_THRESHOLD=none``: every Postgres store of the run prepares no
+    statement server-side, as behind pgbouncer in transaction mode (README, pgbouncer)."""
+    given = os.environ.get("LEDGER_TEST_PG_PREPARE_THRESHOLD")
+    if not given:
+        yield
+        return
+    from ledger.stores.postgres import PostgresStore
+
+    defaults = PostgresStore.__init__.__kwdefaults__
+    assert defaults is not None
+    saved = defaults["prepare_threshold"]
+    defaults["prepare_threshold"] = given
+    try:
+        yield
+    finally:
+        defaults["prepare_threshold"] = saved
+
+
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[PostgresCluster]:
     """The session's Postgres server: ``LEDGER_TEST_POSTGRES_URL`` or an embedded one."""

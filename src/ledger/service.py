@@ -119,10 +119,13 @@ class Ledger:
         threads: int = 16,
         stale_hold_grace: timedelta = DEFAULT_STALE_HOLD_GRACE,
         stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS,
+        read_store: Store | None = None,
     ) -> None:
         self.store = store
         self.stale_hold_grace = stale_hold_grace
         self.stale_hold_days = stale_hold_days
+        # Reports may read from a replica; nothing that decides money does (see _read).
+        self.read_store = read_store
         self.currencies = currencies or CurrencyTable()
         direct = DirectWriter(
             store, max_attempts=max_attempts, threads=threads, max_queue=max_queue
@@ -154,6 +157,8 @@ class Ledger:
             self._decoders.shutdown(wait=True)
         self.writer.close()
         self.store.close()
+        if self.read_store is not None:
+            self.read_store.close()
 
     # --- plumbing -------------------------------------------------------------------------------
 
@@ -177,9 +182,25 @@ class Ledger:
             return failed
         return self.writer.submit(built)
 
-    def _read(self, work: Callable[[UnitOfWork], T]) -> T:
-        with self.store.unit_of_work(write=False) as uow:
+    def _read(self, work: Callable[[UnitOfWork], T], *, primary: bool = False) -> T:
+        """Run a read in a read-only unit of work: on the read replica when there is one.
+
+        Only reports come here (statements, bets, pool reports, balances as shown): every read
+        that decides money (a balance before a debit, a bet's state, an idempotency key) happens
+        inside the command's own unit of work on the primary (ledger.writer), so a replica's lag
+        can make a report stale but never a decision wrong. ``primary`` for what must see every
+        acknowledged write (the audit, the readiness probe).
+        """
+        store = self.store if primary or self.read_store is None else self.read_store
+        with store.unit_of_work(write=False) as uow:
             return work(uow)
+
+    def replica_lag(self) -> float | None:
+        """Seconds a replica read may be behind the primary; ``None`` without a read replica."""
+        if self.read_store is None:
+            return None
+        lag = self.read_store.replica_lag()
+        return 0.0 if lag is None else lag
 
     def _minor(self, amount: Decimal, currency: str, field: str) -> int:
         return to_minor(amount, self.currencies.scale(currency), field=field)
@@ -755,11 +776,11 @@ class Ledger:
 
     def check(self) -> CheckReport:
         """Verify the journal's invariants (DESIGN section 4) over the whole database."""
-        return self._read(lambda uow: uow.check())
+        return self._read(lambda uow: uow.check(), primary=True)
 
     def ping(self) -> None:
         """Raise :class:`~ledger.errors.StoreUnavailable` unless the database answers."""
-        self._read(lambda uow: uow.ping())
+        self._read(lambda uow: uow.ping(), primary=True)
 
 
 def _delivery_key(row: DeliveryRecord) -> tuple[str, int]:
@@ -863,6 +884,7 @@ def open_ledger(
     threads: int = 16,
     stale_hold_grace: timedelta = DEFAULT_STALE_HOLD_GRACE,
     stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS,
+    read_url: str | None = None,
     **store_options: Any,
 ) -> Ledger:
     """Open the ledger in the database ``url`` names (the one composition root of the library).
@@ -874,9 +896,19 @@ def open_ledger(
     batch for ``max_wait`` seconds (both refused with 503 ``store.busy``). ``threads`` writers
     apply the writes that do not go through group commit. An open hold is stale once its
     tournament's estimated end plus ``stale_hold_grace`` has passed or, without an end time,
-    after ``stale_hold_days`` (see :meth:`Ledger.stale_rule`).
+    after ``stale_hold_days`` (see :meth:`Ledger.stale_rule`). ``read_url`` names a read
+    replica (a streaming standby) that reports read from; see :meth:`Ledger._read`.
     """
     store = open_store(url, migrate=migrate, **store_options)
+    try:
+        read_store = (
+            None
+            if read_url is None
+            else open_store(read_url, migrate=False, create=False, primary=False, **store_options)
+        )
+    except BaseException:
+        store.close()
+        raise
     return Ledger(
         store,
         currencies=currencies,
@@ -886,6 +918,7 @@ def open_ledger(
         threads=threads,
         stale_hold_grace=stale_hold_grace,
         stale_hold_days=stale_hold_days,
+        read_store=read_store,
     )
 
 

@@ -53,6 +53,12 @@ class Settings:
     """Everything the callback server is configured with. Build it with :meth:`from_env`."""
 
     database_url: str = "sqlite:///ledger.db"
+    # A streaming standby that reports read from (statements, bets, pool reports); never money
+    # decisions, which read the primary inside the writer's transaction.
+    read_database_url: str | None = None
+    # psycopg's prepare_threshold: "none" behind pgbouncer in transaction mode, where a
+    # server-side prepared statement would be missing on the next transaction's connection.
+    db_prepare_threshold: str | None = None
     client_name: str | None = None
     jwt_secrets: tuple[str, ...] = ()
     jwt_algorithms: tuple[str, ...] = ("HS256",)
@@ -93,6 +99,21 @@ class Settings:
                 f"LEDGER_DATABASE_URL={self.database_url!r}: expected sqlite:///path.db or "
                 "postgresql+psycopg://user:password@host/database"
             )
+        if self.read_database_url is not None and not self.read_database_url.startswith("postgres"):
+            raise SettingsError(
+                "LEDGER_READ_DATABASE_URL: a read replica is a Postgres standby "
+                "(postgresql+psycopg://user@host/database)"
+            )
+        if self.db_prepare_threshold is not None:
+            from .stores.postgres import parse_prepare_threshold
+
+            try:
+                parse_prepare_threshold(self.db_prepare_threshold)
+            except ValueError:
+                raise SettingsError(
+                    f"LEDGER_PG_PREPARE_THRESHOLD={self.db_prepare_threshold!r}: "
+                    "expected none or a number >= 0"
+                ) from None
         unknown = [name for name in self.jwt_algorithms if name not in HMAC_ALGORITHMS]
         if unknown or not self.jwt_algorithms:
             raise SettingsError(
@@ -146,6 +167,8 @@ class Settings:
         options: dict[str, Any] = {}
         if (url := get("LEDGER_DATABASE_URL")) is not None:
             options["database_url"] = url
+        options["read_database_url"] = get("LEDGER_READ_DATABASE_URL")
+        options["db_prepare_threshold"] = get("LEDGER_PG_PREPARE_THRESHOLD")
         options["client_name"] = get("LEDGER_CLIENT_NAME")
         options["jwt_secrets"] = _split(get("LEDGER_JWT_SECRET"))
         if (algorithms := get("LEDGER_JWT_ALGORITHMS")) is not None:
@@ -196,6 +219,7 @@ class Settings:
             "threads": self.worker_threads,
             "stale_hold_grace": self.stale_hold_grace,
             "stale_hold_days": self.stale_hold_days,
+            "read_url": self.read_database_url,
             **self.store_options(),
         }
 
@@ -203,12 +227,15 @@ class Settings:
         """Keyword arguments for :func:`ledger.open_ledger` that bound every database wait."""
         if self.database_url.startswith("sqlite"):
             return {"busy_timeout": self.db_timeout}
-        return {
+        options: dict[str, Any] = {
             "lock_timeout": self.db_timeout,
             "statement_timeout": self.db_statement_timeout,
             "connect_timeout": min(self.db_timeout, 5.0),
             "pool_size": self.db_pool_size,
         }
+        if self.db_prepare_threshold is not None:
+            options["prepare_threshold"] = self.db_prepare_threshold
+        return options
 
 
 def stale_hold_options(environ: Mapping[str, str]) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """Probes and metrics: ``GET /health``, ``GET /ready``, ``GET /metrics``.
 
 ``/health`` says the process answers (a liveness probe must not depend on the database, or a
-database outage would restart every replica). ``/ready`` says the database answers too, so that a
-load balancer stops sending callbacks that could only get 503.
+database outage would restart every replica). ``/ready`` says a database host that accepts writes
+answers too, so that a load balancer stops sending callbacks that could only get 503; across a
+failover it is 503 until the standby is promoted and 200 again after, with no restart. With a
+read replica configured it also says how far behind reports may be (``replica_lag_seconds``).
 """
 
 from __future__ import annotations
@@ -53,7 +55,16 @@ def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
             await runtime.call(lambda ledger: ledger.ping())
         except StoreUnavailable as exc:
             return Response(exc.to_dict(), status_code=503)
-        return Response({"status": "ready"}, status_code=200)
+        body: dict[str, Any] = {"status": "ready"}
+        try:
+            lag = await runtime.call(lambda ledger: ledger.replica_lag())
+        except StoreUnavailable as exc:
+            # Callbacks never read the replica: its loss makes reports fail, not the server.
+            body["replica"] = exc.to_dict()
+        else:
+            if lag is not None:
+                body["replica_lag_seconds"] = lag
+        return Response(body, status_code=200)
 
     @get("/metrics", summary="Prometheus metrics", tags=["operations"], include_in_schema=False)
     async def metrics() -> Response[bytes]:

@@ -51,14 +51,21 @@ __all__ = [
 
 
 def open_store(
-    url: str, *, migrate: bool | None = None, create: bool = True, **options: Any
+    url: str,
+    *,
+    migrate: bool | None = None,
+    create: bool = True,
+    primary: bool = True,
+    **options: Any,
 ) -> Store:
     """Open the store a SQLAlchemy-style URL names.
 
     ``sqlite:///path/ledger.db`` upgrades its schema itself unless ``migrate=False``, and creates
     the file (and its directories) unless ``create=False``;
-    ``postgresql+psycopg://...`` (also ``postgresql://`` and ``postgres://``) expects
-    ``ledger db upgrade`` to have run, unless ``migrate=True``.
+    ``postgresql+psycopg://...`` (also ``postgresql://`` and ``postgres://``, libpq's host lists
+    and SQLAlchemy's multi-host ``?host=h1:5432&host=h2:5432``) expects ``ledger db upgrade`` to
+    have run, unless ``migrate=True``. ``primary=False`` opens a read replica: several hosts then
+    do not imply ``target_session_attrs=read-write``.
     """
     if url.startswith("sqlite"):
         from .sqlite import SqliteStore
@@ -68,5 +75,5 @@ def open_store(
     if url.startswith(("postgres://", "postgresql")):
         from .postgres import PostgresStore
 
-        return PostgresStore(url, migrate=bool(migrate), **options)
+        return PostgresStore(url, migrate=bool(migrate), primary=primary, **options)
     raise ValueError(f"unsupported database URL {url!r}: use sqlite:/// or postgresql://")

@@ -370,3 +370,6 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release every connection."""
+
+    def replica_lag(self) -> float | None:
+        """Seconds this database's data may be behind its primary; ``None`` on a primary."""

@@ -9,9 +9,11 @@ every wait so that an outage answers 503 long before the platform's 2-minute tim
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy import (
     JSON,
@@ -25,7 +27,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement
 
@@ -44,7 +46,7 @@ from .queries import BET_SELECT
 from .schema import Amount
 from .sql import SqlStore
 
-__all__ = ["PostgresDialect", "PostgresStore", "normalize_url"]
+__all__ = ["PostgresDialect", "PostgresStore", "connection_url", "normalize_url"]
 
 BULK_ROWS = 20_000
 
@@ -63,12 +65,83 @@ def _array_type(column_type: Any) -> str:
     return "text"  # strings, and JSON sent as text and cast per row
 
 
+# libpq's own host list, ``postgresql://user@h1:5432,h2:5432/db``: SQLAlchemy's URL parser reads
+# one host and one port, so the list becomes its multi-host form (``?host=h1:5432&host=h2:5432``).
+_HOST_LIST = re.compile(
+    r"^(?P<scheme>[^:/?#]+)://(?P<user>[^@/?#]*@)?(?P<hosts>[^/?#]*,[^/?#]*)(?P<rest>[/?].*)?$"
+)
+
+# What psycopg does with a statement it has run this many times on one connection: prepare it
+# server-side. ``None`` never prepares, which pgbouncer in transaction mode needs (a prepared
+# statement lives on one server connection, the next transaction may get another).
+DEFAULT_PREPARE_THRESHOLD = 5
+
+
 def normalize_url(url: str) -> str:
-    """``postgres://`` and ``postgresql://`` mean psycopg 3 here."""
+    """One SQLAlchemy URL for psycopg 3 from any of the forms an operator may write.
+
+    ``postgres://`` and ``postgresql://`` mean psycopg 3; libpq's host list
+    (``postgresql://user@h1:5432,h2:5432/db``) becomes SQLAlchemy's multi-host form
+    (``postgresql+psycopg://user@/db?host=h1:5432&host=h2:5432``); libpq's own comma-separated
+    ``?host=h1,h2&port=5432,5433`` passes through unchanged, as psycopg reads it directly.
+    """
     for prefix in ("postgres://", "postgresql://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
+            url = "postgresql+psycopg://" + url[len(prefix) :]
+    found = _HOST_LIST.match(url)
+    if found is None:
+        return url
+    path, _, query = (found["rest"] or "/").partition("?")
+    hosts = [f"host={quote(host, safe=':[]')}" for host in found["hosts"].split(",") if host]
+    return f"{found['scheme']}://{found['user'] or ''}{path or '/'}?" + "&".join(
+        [*hosts, *([query] if query else [])]
+    )
+
+
+def host_count(url: URL) -> int:
+    """How many hosts the URL names (SQLAlchemy's repeated ``host=`` or libpq's ``h1,h2``)."""
+    named = url.query.get("host", ())
+    hosts = [named] if isinstance(named, str) else list(named)
+    if url.host:
+        hosts.append(url.host)
+    return sum(len([part for part in host.split(",") if part]) for host in hosts)
+
+
+def parse_prepare_threshold(text: str | None) -> int | None:
+    """``none`` (never prepare server-side, for pgbouncer in transaction mode) or a count."""
+    if text is None:
+        return DEFAULT_PREPARE_THRESHOLD
+    if text.strip().lower() in ("none", "off", "never"):
+        return None
+    count = int(text)
+    if count < 0:
+        raise ValueError("prepare_threshold must be >= 0 or none")
+    return count
+
+
+def connection_url(url: str, *, primary: bool) -> tuple[URL, int | str | None]:
+    """The engine's URL and the URL's ``prepare_threshold`` (taken out of its query), if any.
+
+    ``?prepare_threshold=none`` in the URL itself lets one URL carry everything a connection
+    through pgbouncer needs (libpq would refuse the parameter, so it never reaches libpq).
+
+    A primary URL that names several hosts and no ``target_session_attrs`` gets ``read-write``:
+    libpq then tries the hosts in turn and keeps only the one that accepts writes, so that after
+    a failover every new connection lands on the promoted standby, never on a read-only host.
+    """
+    parsed = make_url(normalize_url(url))
+    given = _single(parsed.query.get("prepare_threshold"))
+    threshold: int | str | None = "default" if given is None else parse_prepare_threshold(given)
+    parsed = parsed.difference_update_query(["prepare_threshold"])
+    if primary and host_count(parsed) > 1 and "target_session_attrs" not in parsed.query:
+        parsed = parsed.update_query_dict({"target_session_attrs": "read-write"})
+    return parsed, threshold
+
+
+def _single(value: str | tuple[str, ...] | None) -> str | None:
+    if isinstance(value, tuple):
+        return value[-1] if value else None
+    return value
 
 
 class PostgresStore(SqlStore):
@@ -85,26 +158,55 @@ class PostgresStore(SqlStore):
         lock_timeout: float = 10.0,
         statement_timeout: float = 120.0,
         pool_size: int = 10,
+        prepare_threshold: int | str | None = DEFAULT_PREPARE_THRESHOLD,
+        primary: bool = True,
         migrate: bool = False,
     ) -> None:
-        url = normalize_url(url)
+        parsed, from_url = connection_url(url, primary=primary)
+        if from_url != "default":
+            prepare_threshold = from_url
+        if isinstance(prepare_threshold, str):
+            prepare_threshold = parse_prepare_threshold(prepare_threshold)
         options = (
             f"-c lock_timeout={int(lock_timeout * 1000)} "
             f"-c statement_timeout={int(statement_timeout * 1000)}"
         )
+        # Across a failover: pre-ping discards a pooled connection to a host that went away, and
+        # SQLAlchemy invalidates the whole pool on the first disconnect error it sees, so that no
+        # connection to the old primary is handed out again; new ones go where libpq finds a
+        # host (see connection_url).
         engine = create_engine(
-            make_url(url),
+            parsed,
             pool_pre_ping=True,
             pool_size=pool_size,
             max_overflow=pool_size,
             pool_timeout=connect_timeout * 2,
-            connect_args={"connect_timeout": max(1, int(connect_timeout)), "options": options},
+            connect_args={
+                "connect_timeout": max(1, int(connect_timeout)),
+                "options": options,
+                "prepare_threshold": prepare_threshold,
+            },
         )
-        super().__init__(url, engine, PostgresDialect(engine))
+        super().__init__(
+            parsed.render_as_string(hide_password=False), engine, PostgresDialect(engine)
+        )
         if migrate:
             self.migrate()
-        else:
+        elif primary:
+            # A replica's schema is the primary's (replication copies it), and a replica that is
+            # down when the server starts must cost reports only, never the callbacks.
             self._require_schema()
+
+    def replica_lag(self) -> float | None:
+        # Nothing left to replay (received == replayed): as fresh as the primary, however long
+        # ago its last commit was; else the age of the last transaction replayed.
+        with self.translate_errors(), self.engine.connect() as connection:
+            lag = connection.exec_driver_sql(
+                "SELECT CASE WHEN NOT pg_is_in_recovery() THEN NULL "
+                "WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 "
+                "ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END"
+            ).scalar()
+        return None if lag is None else max(0.0, float(lag))
 
     def _require_schema(self) -> None:
         with self.translate_errors(), self.engine.connect() as connection:

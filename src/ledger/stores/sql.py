@@ -80,6 +80,10 @@ class SqlStore:
     def close(self) -> None:
         self.engine.dispose()
 
+    def replica_lag(self) -> float | None:
+        """Seconds this database's data may be behind its primary; ``None`` on a primary."""
+        return None
+
     def migrate(self) -> None:
         from .migrations import upgrade
 
