@@ -300,10 +300,7 @@ class Ledger:
             for pool in request.pools
             for part in pool.bets
         ]
-        seen = _seen(
-            [pool.pool for pool in request.pools],
-            [part.user for pool in request.pools for part in pool.bets],
-        )
+        seen = _seen_in_pools(request)
         return RefundBets(items, new_reference(), self.currencies.scale, delivery, seen)
 
     def settle(self, payload: SettleRequest | Payload) -> ClosedBets:
@@ -332,10 +329,7 @@ class Ledger:
             for pool in request.pools
             for part in pool.bets
         ]
-        seen = _seen(
-            [pool.pool for pool in request.pools],
-            [part.user for pool in request.pools for part in pool.bets],
-        )
+        seen = _seen_in_pools(request)
         return SettleBets(claims, new_reference(), self.currencies.scale, delivery, seen)
 
     # --- reads ----------------------------------------------------------------------------------
@@ -827,6 +821,12 @@ def _seen(pools: Iterable[Pool], users: Iterable[User]) -> Seen:
         for uid, user in sorted(last_users.items())
     )
     return Seen(tournaments, people)
+
+
+def _seen_in_pools(request: RefundRequest | SettleRequest) -> Seen:
+    """What a refund or settle said of its tournaments and users."""
+    pools: list[Any] = list(request.pools)
+    return _seen([pool.pool for pool in pools], [part.user for pool in pools for part in pool.bets])
 
 
 def _filter_text(value: str | None, name: str) -> str | None:

@@ -29,7 +29,7 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -232,19 +232,10 @@ class RefundBets:
         return len(self.items)
 
     def apply(self, uow: UnitOfWork) -> ClosedBets:
-        closed: list[int] = []
-        unchanged: list[int] = []
-        for part, chunk in _chunks(self.items):
-            known = uow.get_bets([item.bet_uid for item in chunk])
-            key = f"refund:{self.reference}:{part or 0}"
-            decision = domain.refund_many(chunk, known, key, self.scale)
-            _write_closing(uow, decision)
-            closed += decision.answer.closed
-            unchanged += decision.answer.unchanged
-        result = ClosedBets(closed, unchanged)
-        _record_seen(uow, self.seen)
-        _journal(uow, [(self.delivery, result)])
-        return result
+        def decide(chunk: Sequence[RefundItem], known: Mapping[int, Bet], key: str) -> Decision:
+            return domain.refund_many(chunk, known, key, self.scale)
+
+        return _close(uow, self.items, f"refund:{self.reference}", decide, self.delivery, self.seen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,19 +253,40 @@ class SettleBets:
         return len(self.claims)
 
     def apply(self, uow: UnitOfWork) -> ClosedBets:
-        closed: list[int] = []
-        unchanged: list[int] = []
-        for part, chunk in _chunks(self.claims):
-            known = uow.get_bets([claim.bet_uid for claim in chunk])
-            key = f"settle:{self.reference}:{part or 0}"
-            decision = domain.settle_many(chunk, known, key, self.scale)
-            _write_closing(uow, decision)
-            closed += decision.answer.closed
-            unchanged += decision.answer.unchanged
-        result = ClosedBets(closed, unchanged)
-        _record_seen(uow, self.seen)
-        _journal(uow, [(self.delivery, result)])
-        return result
+        def decide(chunk: Sequence[SettleClaim], known: Mapping[int, Bet], key: str) -> Decision:
+            return domain.settle_many(chunk, known, key, self.scale)
+
+        return _close(
+            uow, self.claims, f"settle:{self.reference}", decide, self.delivery, self.seen
+        )
+
+
+Decision = CloseDecision
+Named = TypeVar("Named", RefundItem, SettleClaim)
+
+
+def _close(
+    uow: UnitOfWork,
+    items: Sequence[Named],
+    key: str,
+    decide: Callable[[Sequence[Named], Mapping[int, Bet], str], CloseDecision],
+    delivery: Delivery | None,
+    seen: Seen,
+) -> ClosedBets:
+    """Close the bets of a refund or settle chunk by chunk, in the one unit of work: a later
+    chunk sees what earlier ones wrote (a bet named twice is closed once)."""
+    closed: list[int] = []
+    unchanged: list[int] = []
+    for part, chunk in _chunks(items):
+        known = uow.get_bets([item.bet_uid for item in chunk])
+        decision = decide(chunk, known, f"{key}:{part or 0}")
+        _write_closing(uow, decision)
+        closed += decision.answer.closed
+        unchanged += decision.answer.unchanged
+    result = ClosedBets(closed, unchanged)
+    _record_seen(uow, seen)
+    _journal(uow, [(delivery, result)])
+    return result
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,6 +102,8 @@ def report(capsys: pytest.CaptureFixture[str], line: str) -> None:
         print(f"\n{line}")
 
 
+# About a minute: slow, so that the default run stays under ten minutes on two cores; CI runs it.
+@pytest.mark.slow
 def test_a_failover_to_a_synchronous_standby_loses_no_acknowledged_delivery_and_recovers_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

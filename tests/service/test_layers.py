@@ -26,6 +26,8 @@ RANK = {
     "ledger.stores": 3,
     "ledger.currencies": 4,
     "ledger.domain": 4,
+    "ledger.directory": 4,
+    "ledger.deliveries": 4,
     "ledger.money": 5,
     "ledger.errors": 5,
     "ledger._process": 5,
