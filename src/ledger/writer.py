@@ -529,14 +529,15 @@ class GroupCommit:
                         self._apply_one(uow, job, done, failed, raced)
                 uow.commit()
         except BaseException as error:
-            # The batch did not commit: nothing of it is durable, so every command that had not
-            # already failed on its own gets the (retryable) error instead.
+            # The batch did not commit: nothing of it is durable, so every command gets the
+            # (retryable) error, even one that had failed on its own: its refusal (a 402, say)
+            # may have rested on an earlier command of the batch that never committed, and a
+            # 4xx would tell the platform never to re-send it.
             reason: BaseException = error
             if not isinstance(error, LedgerError):
                 log.exception("group commit failed")
                 reason = StoreUnavailable(f"the batch failed: {error!r}")
-            own = {id(job) for job, _ in failed}
-            failed.extend((job, reason) for job in batch if id(job) not in own)
+            failed = [(job, reason) for job in batch]
             done, raced = [], []
         self.batches += 1
         self.commands += len(batch)

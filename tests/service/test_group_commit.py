@@ -143,3 +143,35 @@ def test_a_failed_commit_fails_every_request_of_the_batch(
     assert book.bet(2) is None
     assert book.balance("u1")[0].available == D("50.00")
     assert book.check().ok
+
+
+def test_a_refusal_that_rested_on_an_uncommitted_neighbour_is_answered_503_too(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "15.00", "seed")
+    store = book.store
+    real = store.unit_of_work
+
+    def failing_unit_of_work(*, write: bool = True) -> Any:
+        uow = real(write=write)
+
+        def commit() -> None:
+            raise ledger.StoreUnavailable("disk gone")
+
+        uow.commit = commit  # type: ignore[method-assign]
+        return uow
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(store, "unit_of_work", failing_unit_of_work)
+        # Bet 2 is short only because bet 1 took 11.00 of the 15.00 first, in this batch.
+        return [book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2)]
+
+    futures = batched(group, submit)
+    for future in futures:
+        error = future.exception()
+        assert isinstance(error, ledger.StoreUnavailable), error  # never the 402
+    monkeypatch.undo()
+    # Bet 1 never committed, so the platform's re-send of bet 2 is affordable and lands.
+    assert book.place_bets(P.place(P.entry(2, user="u1"))).placed == [2]
+    assert book.check().ok
