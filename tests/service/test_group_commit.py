@@ -112,11 +112,8 @@ def test_place_bets_queued_together_are_decided_one_by_one(book: ledger.Ledger) 
     assert book.check().ok
 
 
-def test_a_failed_commit_fails_every_request_of_the_batch(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    group = group_of(book)
-    book.deposit("u1", "EUR", "50.00", "seed")
+def fail_commits(book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on (until ``monkeypatch.undo()``), every commit of the store fails."""
     store = book.store
     real = store.unit_of_work
 
@@ -129,8 +126,17 @@ def test_a_failed_commit_fails_every_request_of_the_batch(
         uow.commit = commit  # type: ignore[method-assign]
         return uow
 
+    monkeypatch.setattr(store, "unit_of_work", failing_unit_of_work)
+
+
+def test_a_failed_commit_fails_every_request_of_the_batch(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+
     def submit() -> list[Future[Any]]:
-        monkeypatch.setattr(store, "unit_of_work", failing_unit_of_work)
+        fail_commits(book, monkeypatch)
         return [book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2)]
 
     futures = batched(group, submit)
@@ -150,20 +156,9 @@ def test_a_refusal_that_rested_on_an_uncommitted_neighbour_is_answered_503_too(
 ) -> None:
     group = group_of(book)
     book.deposit("u1", "EUR", "15.00", "seed")
-    store = book.store
-    real = store.unit_of_work
-
-    def failing_unit_of_work(*, write: bool = True) -> Any:
-        uow = real(write=write)
-
-        def commit() -> None:
-            raise ledger.StoreUnavailable("disk gone")
-
-        uow.commit = commit  # type: ignore[method-assign]
-        return uow
 
     def submit() -> list[Future[Any]]:
-        monkeypatch.setattr(store, "unit_of_work", failing_unit_of_work)
+        fail_commits(book, monkeypatch)
         # Bet 2 is short only because bet 1 took 11.00 of the 15.00 first, in this batch.
         return [book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2)]
 
