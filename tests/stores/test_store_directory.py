@@ -218,3 +218,43 @@ def test_the_bet_view_names_its_user_and_tournament_and_lists_its_postings(
         ("settle", "available", "25.00"),
     ]
     assert datetime.fromisoformat(shown["postings"][0]["created_at"]).tzinfo == UTC
+
+
+class _Clock:
+    """Stands in for :class:`datetime` in the store's module: ``now()`` is what the test says."""
+
+    at = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
+
+    @classmethod
+    def now(cls, tz: Any = None) -> datetime:
+        return cls.at
+
+
+def test_an_unchanged_row_is_rewritten_at_most_once_a_minute_and_a_change_at_once(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ledger.stores.sql.datetime", _Clock)
+
+    def seen_at(second: int, uid: int, name: str = "name-u1") -> tuple[datetime, datetime]:
+        _Clock.at = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC).replace(
+            minute=second // 60, second=second % 60
+        )
+        entry = P.entry(uid, user="u1", pool=7)
+        entry["user"]["name"] = name
+        book.place_bets(P.place(entry))
+        user, tournament = book.user("u1"), book.tournament(7)
+        assert user is not None
+        assert user.last_seen is not None
+        assert tournament is not None
+        return user.last_seen, tournament.last_seen
+
+    fund(book, "u1")
+    first = seen_at(5, 1)
+    assert seen_at(40, 2) == first  # same minute, nothing new: neither row rewritten
+    user_seen, tournament_seen = seen_at(50, 3, name="Neo")  # the user changed, not the pool
+    assert (user_seen.second, tournament_seen) == (50, first[1])
+    renamed = book.user("u1")
+    assert renamed is not None
+    assert renamed.name == "Neo"
+    later = seen_at(70, 4, name="Neo")  # a new minute: both rows say when they were last seen
+    assert [moment.astimezone(UTC).second for moment in later] == [10, 10]

@@ -49,6 +49,15 @@ class Dialect(Protocol):
         """A timestamp as the driver should receive it in a bulk write."""
         ...
 
+    @property
+    def distinct_from(self) -> str:
+        """The NULL-safe inequality operator of this database's SQL."""
+        ...
+
+    def minute(self, timestamp: str) -> str:
+        """SQL for the minute (to compare, not to show) of the timestamp column ``timestamp``."""
+        ...
+
     def insert_rows(
         self,
         connection: Connection,

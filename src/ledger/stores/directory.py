@@ -48,20 +48,43 @@ TOURNAMENT_COLUMNS = (
 USER_COLUMNS = ("uid", "name", "client", "first_seen", "last_seen")
 
 
-def _keep_latest(table: str, columns: Sequence[str]) -> str:
+def _keep_latest(table: str, columns: Sequence[str], dialect: Dialect) -> str:
     # The rule of ledger.directory against what is recorded: a field the payload carries
     # replaces the recorded one, a field it does not carry (NULL) keeps it; first_seen stays.
     kept = ", ".join(f"{name} = COALESCE(excluded.{name}, {table}.{name})" for name in columns)
-    return f"ON CONFLICT (uid) DO UPDATE SET {kept}, last_seen = excluded.last_seen"
+    # A row that would not change is not rewritten: most Place Bets name a user and a
+    # tournament exactly as the last one did, and rewriting their rows on every request was
+    # most of the directory's cost. last_seen is therefore kept to the minute: a row seen again
+    # within the same minute, unchanged, keeps the first time of that minute.
+    differs = " OR ".join(
+        f"excluded.{name} IS NOT NULL AND excluded.{name} {dialect.distinct_from} {table}.{name}"
+        for name in columns
+    )
+    minute = f"{dialect.minute('excluded.last_seen')} <> {dialect.minute(f'{table}.last_seen')}"
+    return (
+        f"ON CONFLICT (uid) DO UPDATE SET {kept}, last_seen = excluded.last_seen "
+        f"WHERE {minute} OR {differs}"
+    )
 
 
-TOURNAMENT_UPSERT = _keep_latest("tournaments", TOURNAMENT_COLUMNS[1:7])
-USER_UPSERT = _keep_latest("users", USER_COLUMNS[1:3])
+_UPSERTS: dict[type[Dialect], tuple[str, str]] = {}
+
+
+def _upserts(dialect: Dialect) -> tuple[str, str]:
+    """The tournament and the user upsert in ``dialect``'s SQL, built once per database kind."""
+    built = _UPSERTS.get(type(dialect))
+    if built is None:
+        built = _UPSERTS[type(dialect)] = (
+            _keep_latest("tournaments", TOURNAMENT_COLUMNS[1:7], dialect),
+            _keep_latest("users", USER_COLUMNS[1:3], dialect),
+        )
+    return built
 
 
 def record_seen(connection: Connection, dialect: Dialect, seen: Seen, now: datetime) -> None:
     """Upsert the tournaments and users of ``seen`` (one uid each, sorted): one statement each."""
     at = dialect.timestamp(now)
+    tournament_upsert, user_upsert = _upserts(dialect)
     if seen.tournaments:
         rows = [
             (
@@ -78,11 +101,11 @@ def record_seen(connection: Connection, dialect: Dialect, seen: Seen, now: datet
             for t in seen.tournaments
         ]
         dialect.insert_rows(
-            connection, tournaments, TOURNAMENT_COLUMNS, rows, upsert=TOURNAMENT_UPSERT
+            connection, tournaments, TOURNAMENT_COLUMNS, rows, upsert=tournament_upsert
         )
     if seen.users:
         people = [(u.uid, u.name, u.client, at, at) for u in seen.users]
-        dialect.insert_rows(connection, users, USER_COLUMNS, people, upsert=USER_UPSERT)
+        dialect.insert_rows(connection, users, USER_COLUMNS, people, upsert=user_upsert)
 
 
 # --- reads --------------------------------------------------------------------------------------

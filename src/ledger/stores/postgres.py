@@ -343,6 +343,11 @@ class PostgresDialect:
     def timestamp(self, moment: datetime) -> Any:
         return moment
 
+    distinct_from = "IS DISTINCT FROM"
+
+    def minute(self, timestamp: str) -> str:
+        return f"date_trunc('minute', {timestamp})"
+
     def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
         return func.sum(expression)
 

@@ -146,6 +146,13 @@ class SqliteDialect:
         # The text form SQLAlchemy's SQLite DateTime type reads back (UTC, no zone suffix).
         return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
 
+    # SQLite spells IS DISTINCT FROM only since 3.39; IS NOT is the same test on every version.
+    distinct_from = "IS NOT"
+
+    def minute(self, timestamp: str) -> str:
+        # The stored text (see timestamp()) up to the minute: "YYYY-MM-DD HH:MM".
+        return f"substr({timestamp}, 1, 16)"
+
     def insert_rows(
         self,
         connection: Connection,
