@@ -16,6 +16,7 @@ from typing import Any
 
 from .currencies import CurrencyTable
 from .deliveries import DEFAULT_RETENTION_DAYS
+from .webhooks import WebhookConfig, WebhookConfigError, parse_config
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -92,6 +93,8 @@ class Settings:
     # gauge): see stale_hold_options().
     stale_hold_grace: timedelta = DEFAULT_STALE_HOLD_GRACE
     stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS
+    # Signed webhooks (ledger.webhooks): LEDGER_WEBHOOKS, JSON inline or a file's path.
+    webhooks: WebhookConfig | None = None
 
     def __post_init__(self) -> None:
         if not self.database_url.startswith(("sqlite", "postgres")):
@@ -205,6 +208,11 @@ class Settings:
         if (level := get("LEDGER_LOG_LEVEL")) is not None:
             options["log_level"] = level.upper()
         options.update(stale_hold_options(environ))
+        if (hooks := get("LEDGER_WEBHOOKS")) is not None:
+            try:
+                options["webhooks"] = parse_config(hooks, environ)
+            except WebhookConfigError as exc:
+                raise SettingsError(str(exc)) from None
         try:
             options["currencies"] = CurrencyTable.from_env(environ)
         except ValueError as exc:

@@ -51,6 +51,7 @@ __all__ = [
     "transaction_ids",
     "transactions",
     "users",
+    "webhook_cursors",
 ]
 
 metadata = MetaData()
@@ -334,4 +335,24 @@ operator_audit = Table(
     # "ok", or the error key that refused it.
     Column("outcome", String(64), nullable=False),
     Index("operator_audit_action", "action", "id"),
+)
+
+# --- webhooks: one cursor and one lease per endpoint (migration 0008) --------------------------
+
+webhook_cursors = Table(
+    "webhook_cursors",
+    metadata,
+    Column("endpoint", String(64), primary_key=True),
+    # The id of the last event the endpoint answered 2xx for (or passed over, its type being
+    # unwanted): delivery resumes after it. Written only after a 2xx.
+    Column("position", BigId, nullable=False, server_default=text("0")),
+    # The sender that may post to this endpoint until lease_until (ledger.webhooks).
+    Column("holder", String(128), nullable=True),
+    Column("lease_until", DateTime(timezone=True), nullable=True),
+    # Failed posts of the batch in flight; back to 0 on a 2xx.
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("last_success_at", DateTime(timezone=True), nullable=True),
+    Column("last_error", Text, nullable=True),
+    Column("last_error_at", DateTime(timezone=True), nullable=True),
+    CheckConstraint("position >= 0", name="webhook_cursors_position"),
 )
