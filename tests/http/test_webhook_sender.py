@@ -1,0 +1,165 @@
+"""The webhook sender against a local receiver that fails in every way a receiver can: every
+event arrives at least once, in order, signed; the cursor moves only after a 2xx; unwanted
+types are passed over; the status and metrics say where delivery stands. On every store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from prometheus_client import CollectorRegistry
+
+import ledger
+from ledger.http.webhooks import WebhookMetrics, WebhookSender
+from ledger.stores.webhooks import WebhookTables
+from ledger.webhooks import WebhookConfig, parse_config, statuses
+from support.feeds import MemoryFeed
+from support.receiver import Received, Receiver
+
+SECRET = "whsec-" + "0123456789abcdef" * 2
+TYPES = ("bet.placed", "deposit", "bet.settled", "withdrawal", "bet.refunded")
+
+
+def config_for(receiver: Receiver, **endpoint: Any) -> WebhookConfig:
+    item = {"name": "crm", "url": receiver.url, "secret": SECRET, "batch_size": 4}
+    item.update(timeout=0.3, **endpoint)
+    return parse_config(
+        json.dumps(
+            {
+                "endpoints": [item],
+                "lease_seconds": 2,
+                "poll_seconds": 0.05,
+                "retry_base_seconds": 0.02,
+                "retry_cap_seconds": 0.1,
+            }
+        )
+    )
+
+
+def run(scenario: Callable[[], Awaitable[None]]) -> None:
+    anyio.run(scenario)
+
+
+async def wait_for(receiver: Receiver, ids: list[int]) -> None:
+    await anyio.to_thread.run_sync(receiver.wait_for, set(ids))
+
+
+def batches_once(delivered: list[Received]) -> list[int]:
+    """The delivered ids with a batch re-sent after its 2xx was lost counted once."""
+    ids: list[int] = []
+    last_key = None
+    for item in delivered:
+        if item.headers["idempotency-key"] != last_key:
+            ids.extend(item.ids)
+        last_key = item.headers["idempotency-key"]
+    return ids
+
+
+def test_every_event_arrives_in_order_and_signed_through_500s_timeouts_drops_and_a_restart(
+    book: ledger.Ledger,
+) -> None:
+    feed = MemoryFeed()
+    first = feed.emit(TYPES[n % 5] for n in range(14))
+    with Receiver(SECRET, timeout_hold=3) as receiver:
+        receiver.answer(["500", "timeout", "drop", "ok", "500", "503"])
+        config = config_for(receiver)
+
+        async def scenario() -> None:
+            async with WebhookSender(config, book, source=feed):
+                await wait_for(receiver, first)
+                receiver.stop()  # the receiver goes away, and comes back
+                later = feed.emit(TYPES[n % 5] for n in range(11))
+                await anyio.sleep(0.3)
+                receiver.start()
+                await wait_for(receiver, later)
+
+        run(scenario)
+    assert all(item.signed for item in receiver.received)
+    assert {item.outcome for item in receiver.received} >= {"500", "timeout", "drop", "ok"}
+    assert batches_once(receiver.delivered()) == list(range(1, 26))
+    # Every request, failed or not, came in commit order: a batch is re-sent as it was.
+    starts = [item.ids[0] for item in receiver.received]
+    assert starts == sorted(starts)
+    for item in receiver.received:
+        assert item.ids == sorted(item.ids)
+        first_id, last_id = item.headers["idempotency-key"].split("-")
+        assert (int(first_id), int(last_id)) == (item.ids[0], item.ids[-1])
+    (row,) = WebhookTables(book.store).rows()
+    assert row.position == 25
+    assert row.attempts == 0
+
+
+def test_unwanted_event_types_are_never_posted_yet_move_the_cursor(book: ledger.Ledger) -> None:
+    feed = MemoryFeed()
+    feed.emit(["deposit", "bet.placed", "bet.placed", "withdrawal", "deposit", "bet.placed"])
+    feed.emit(["bet.settled"] * 9)  # whole batches of nothing wanted
+    with Receiver(SECRET) as receiver:
+        config = config_for(receiver, events=["deposit", "withdrawal"])
+
+        async def scenario() -> None:
+            async with WebhookSender(config, book, source=feed):
+                await wait_for(receiver, [1, 4, 5])
+                with anyio.fail_after(10):
+                    while WebhookTables(book.store).rows()[0].position < feed.head():
+                        await anyio.sleep(0.05)
+
+        run(scenario)
+    assert receiver.delivered_ids() == [1, 4, 5]
+    assert [event["type"] for item in receiver.delivered() for event in item.events] == [
+        "deposit",
+        "withdrawal",
+        "deposit",
+    ]
+
+
+def test_a_failing_receiver_leaves_the_cursor_and_shows_in_the_status_and_metrics(
+    book: ledger.Ledger,
+) -> None:
+    feed = MemoryFeed()
+    feed.emit(["deposit"] * 6)
+    registry = CollectorRegistry()
+    with Receiver(SECRET) as receiver:
+        receiver.answer(["500"] * 1000)
+        config = config_for(receiver)
+        sender = WebhookSender(config, book, source=feed, metrics=WebhookMetrics(registry))
+
+        async def scenario() -> None:
+            async with sender:
+                with anyio.fail_after(10):
+                    while len(receiver.received) < 3:
+                        await anyio.sleep(0.05)
+                (status,) = statuses(book, config, feed)
+                assert status.to_dict() | {"last_error_at": None, "lease_until": None} == {
+                    "name": "crm",
+                    "url": receiver.url,
+                    "cursor": 0,
+                    "head": 6,
+                    "lag_events": 6,
+                    "lag_seconds": status.to_dict()["lag_seconds"],
+                    "last_success_at": None,
+                    "last_error": "HTTP 500: receiver says no",
+                    "last_error_at": None,
+                    "attempts": status.attempts,
+                    "holder": sender.holder,
+                    "lease_until": None,
+                }
+                assert status.attempts >= 2
+                assert status.lag_seconds > 0
+                crm = {"endpoint": "crm"}
+                failed = {"endpoint": "crm", "outcome": "failed"}
+                assert (
+                    registry.get_sample_value("ledger_webhook_deliveries_total", failed) or 0
+                ) >= 2
+                assert registry.get_sample_value("ledger_webhook_lag_events", crm) == 6
+                assert registry.get_sample_value("ledger_webhook_holding", crm) == 1
+
+        run(scenario)
+    assert {item.ids[0] for item in receiver.received} == {1}  # the same batch, again and again
+    (row,) = WebhookTables(book.store).rows()
+    assert row.position == 0
+    # A clean stop hands the lease back at once.
+    assert row.holder is None
+    assert statuses(book, config, feed)[0].holder is None
