@@ -693,3 +693,9 @@ from .operator_commands import COMMANDS as _OPERATOR_COMMANDS  # noqa: E402
 
 for _command in _OPERATOR_COMMANDS:
     main.add_command(_command)
+
+# ``ledger webhooks status`` (ledger.webhook_commands), on this module's helpers likewise.
+from .webhook_commands import COMMANDS as _WEBHOOK_COMMANDS  # noqa: E402
+
+for _command in _WEBHOOK_COMMANDS:
+    main.add_command(_command)

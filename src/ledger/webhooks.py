@@ -44,6 +44,7 @@ __all__ = [
     "WebhookConfigError",
     "WebhookEndpoint",
     "backoff",
+    "ledger_feed",
     "parse_config",
     "sign",
     "statuses",
@@ -81,7 +82,7 @@ class FeedEvent(Protocol):
     def type(self) -> str: ...
 
     @property
-    def at(self) -> datetime: ...
+    def committed_at(self) -> datetime: ...
 
 
 class EventSource(Protocol):
@@ -366,6 +367,12 @@ class EndpointStatus:
         }
 
 
+def ledger_feed(ledger: Ledger) -> EventSource:
+    """The ledger's own event feed, as the sender reads it."""
+    # Wired to Ledger.events once the event feed (issue 13, item 2) is merged into this branch.
+    raise NotImplementedError("the event feed is not in this build yet")
+
+
 def statuses(
     ledger: Ledger, config: WebhookConfig, source: EventSource, now: datetime | None = None
 ) -> list[EndpointStatus]:
@@ -384,7 +391,7 @@ def statuses(
         row = rows.get(endpoint.name)
         cursor = row.position if row else 0
         waiting = list(source.read(cursor, 1)) if head > cursor else []
-        age = (now - waiting[0].at).total_seconds() if waiting else 0.0
+        age = (now - waiting[0].committed_at).total_seconds() if waiting else 0.0
         found.append(
             EndpointStatus(
                 name=endpoint.name,

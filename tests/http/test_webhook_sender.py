@@ -163,3 +163,40 @@ def test_a_failing_receiver_leaves_the_cursor_and_shows_in_the_status_and_metric
     # A clean stop hands the lease back at once.
     assert row.holder is None
     assert statuses(book, config, feed)[0].holder is None
+
+
+def test_two_senders_on_one_database_never_post_at_once_and_one_takes_over_when_the_other_dies(
+    store_url: str,
+) -> None:
+    feed = MemoryFeed()
+    feed.emit(["deposit"] * 12)
+    # Two ledgers on one database, as two replicas have: separate connections, one table.
+    with (
+        ledger.open_ledger(store_url) as one,
+        ledger.open_ledger(store_url) as two,
+        Receiver(SECRET, hold=0.05) as receiver,
+    ):
+        config = config_for(receiver, batch_size=2)
+        first = WebhookSender(config, one, source=feed, holder="replica-1")
+        second = WebhookSender(config, two, source=feed, holder="replica-2")
+
+        async def scenario() -> None:
+            await first.start()
+            with anyio.fail_after(10):
+                while not first.holding():
+                    await anyio.sleep(0.02)
+            await second.start()
+            await wait_for(receiver, [1, 2, 3, 4])
+            assert second.holding() == []  # a standby while the first one's lease runs
+            await first.stop(release=False)  # dies: its lease lapses by itself
+            later = feed.emit(["withdrawal"] * 6)
+            await wait_for(receiver, later)
+            assert second.holding() == ["crm"]
+            await second.stop()
+
+        run(scenario)
+    assert receiver.max_in_flight == 1
+    assert all(item.signed for item in receiver.received)
+    assert batches_once(receiver.delivered()) == list(range(1, 19))
+    holders = [row.holder for row in WebhookTables(one.store).rows()]
+    assert holders == [None]

@@ -16,7 +16,7 @@ import ledger
 class MemoryEvent:
     id: int
     type: str
-    at: datetime
+    committed_at: datetime
 
 
 class MemoryFeed:
@@ -45,4 +45,4 @@ class MemoryFeed:
             return len(self.events)
 
     def body(self, event: Any) -> Mapping[str, Any]:
-        return {"id": event.id, "type": event.type, "at": event.at.isoformat()}
+        return {"id": event.id, "type": event.type, "committed_at": event.committed_at.isoformat()}

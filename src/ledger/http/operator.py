@@ -321,6 +321,7 @@ def operator_router(runtime: Runtime) -> Router:
 
     # Imported here: the directory's module uses this one's helpers.
     from .directory import directory_handlers
+    from .webhooks import webhook_handlers
 
     @get(
         "/audit",
@@ -351,6 +352,7 @@ def operator_router(runtime: Runtime) -> Router:
         _reconciliations(runtime),
         deliveries,
         *directory_handlers(runtime),
+        *webhook_handlers(runtime),
     ]
     return Router(
         path="/admin",

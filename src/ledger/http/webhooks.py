@@ -55,13 +55,14 @@ from ..webhooks import (
     WebhookConfig,
     WebhookEndpoint,
     backoff,
+    ledger_feed,
     sign,
     statuses,
 )
 from .openapi import operator_docs
 from .runtime import Runtime
 
-__all__ = ["WebhookMetrics", "WebhookSender", "webhook_handlers"]
+__all__ = ["WebhookMetrics", "WebhookSender", "server_sender", "webhook_handlers"]
 
 log = logging.getLogger("ledger.webhooks")
 
@@ -258,7 +259,7 @@ class _EndpointSender:
         head, events, wanted = await self.sender.db(read)
         metrics = self.sender.metrics
         metrics.lag_events.labels(name).set(max(0, head - position))
-        oldest = (self.sender.clock() - events[0].at).total_seconds() if events else 0.0
+        oldest = (self.sender.clock() - events[0].committed_at).total_seconds() if events else 0.0
         metrics.lag_seconds.labels(name).set(max(0.0, oldest))
         if not events:
             return None
@@ -298,8 +299,9 @@ class WebhookSender:
     """Every configured endpoint's sender, in the running event loop.
 
     ``ledger`` is a :class:`~ledger.service.Ledger` or a blocking function returning one (the
-    server's, opened on first use); ``source`` makes the event feed of a ledger. ``offload``
-    runs blocking work on a worker thread (default: anyio's threads).
+    server's, opened on first use); ``source`` makes the event feed of a ledger (default: the
+    ledger's own, :func:`ledger.webhooks.ledger_feed`). ``offload`` runs blocking work on a
+    worker thread (default: anyio's threads).
     """
 
     def __init__(
@@ -307,7 +309,7 @@ class WebhookSender:
         config: WebhookConfig,
         ledger: Ledger | Callable[[], Ledger],
         *,
-        source: Callable[[Ledger], EventSource],
+        source: Callable[[Ledger], EventSource] = ledger_feed,
         metrics: WebhookMetrics | None = None,
         offload: Offload[Any] | None = None,
         clock: Callable[[], datetime] | None = None,
@@ -333,6 +335,10 @@ class WebhookSender:
         if self._client is None:
             raise RuntimeError("the webhook sender is not started")
         return self._client
+
+    def holding(self) -> list[str]:
+        """The endpoints this sender holds the lease of (is the one active sender for)."""
+        return [sender.endpoint.name for sender in self._senders if sender.holding]
 
     async def db(self, work: Callable[[WebhookTables, EventSource], T]) -> T:
         """Run ``work(tables, source)`` on a worker thread: one short transaction or two."""
@@ -366,9 +372,10 @@ class WebhookSender:
                 await anyio.sleep(self.config.poll)
         await asyncio.gather(*(sender.run() for sender in self._senders))
 
-    async def stop(self) -> None:
+    async def stop(self, *, release: bool = True) -> None:
         """Stop every loop (a batch in flight is re-sent by whoever sends next) and hand the
-        leases back so that another replica takes over at once."""
+        leases back so that another replica takes over at once; ``release=False`` leaves them
+        to lapse, as a process that died would."""
         task, self._task = self._task, None
         if task is None:
             return
@@ -378,8 +385,8 @@ class WebhookSender:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
-        held = [sender.endpoint.name for sender in self._senders if sender.holding]
-        if held:
+        held = self.holding()
+        if held and release:
             with anyio.move_on_after(RELEASE_TIMEOUT):
                 try:
                     await self.db(lambda tables, _: tables.release(held, self.holder))
@@ -399,8 +406,22 @@ class WebhookSender:
         await self.stop()
 
 
+def server_sender(runtime: Runtime) -> WebhookSender | None:
+    """The server's sender when ``LEDGER_WEBHOOKS`` is set: on the server's ledger (opened on
+    first use), its worker threads and its metrics registry."""
+    config = runtime.settings.webhooks
+    if config is None:
+        return None
+    return WebhookSender(
+        config,
+        runtime.ledger,
+        metrics=WebhookMetrics(runtime.metrics.registry),
+        offload=runtime.offload,
+    )
+
+
 def webhook_handlers(
-    runtime: Runtime, source: Callable[[Ledger], EventSource]
+    runtime: Runtime, source: Callable[[Ledger], EventSource] = ledger_feed
 ) -> list[HTTPRouteHandler]:
     """``GET /admin/webhooks``, bound to ``runtime`` (joins the operator router)."""
 
