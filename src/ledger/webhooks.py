@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .events import TYPES, Event, event_dict
+
 if TYPE_CHECKING:
     from .service import Ledger
 
@@ -56,8 +58,8 @@ SIGNATURE_HEADER = "X-Ledger-Signature"
 # same key, so that a receiver can drop a repeat before it parses the body.
 BATCH_HEADER = "Idempotency-Key"
 
-# The feed's event types (issue 13, item 2).
-EVENT_TYPES = ("bet.placed", "bet.refunded", "bet.settled", "deposit", "withdrawal")
+# The feed's event types (ledger.events), any of which an endpoint may want.
+EVENT_TYPES = TYPES
 
 # A receiver refuses a signature older (or newer) than this many seconds: a captured request
 # cannot be replayed later.
@@ -367,10 +369,30 @@ class EndpointStatus:
         }
 
 
+class _LedgerFeed:
+    """:class:`EventSource` over a ledger's own feed (:meth:`ledger.service.Ledger.events`).
+
+    Every type is read, wanted or not: the sender filters, so that it can move an endpoint's
+    cursor past events it does not want (a feed filtered in SQL would not say how far it read).
+    """
+
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
+
+    def read(self, after: int, limit: int) -> Sequence[Event]:
+        return self._ledger.events(after, limit=limit).events
+
+    def head(self) -> int:
+        return self._ledger.last_event_id()
+
+    def body(self, event: FeedEvent) -> Mapping[str, Any]:
+        assert isinstance(event, Event)
+        return event_dict(event)
+
+
 def ledger_feed(ledger: Ledger) -> EventSource:
     """The ledger's own event feed, as the sender reads it."""
-    # Wired to Ledger.events once the event feed (issue 13, item 2) is merged into this branch.
-    raise NotImplementedError("the event feed is not in this build yet")
+    return _LedgerFeed(ledger)
 
 
 def statuses(

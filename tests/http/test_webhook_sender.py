@@ -188,7 +188,7 @@ def test_two_senders_on_one_database_never_post_at_once_and_one_takes_over_when_
             await second.start()
             await wait_for(receiver, [1, 2, 3, 4])
             assert second.holding() == []  # a standby while the first one's lease runs
-            await first.stop(release=False)  # dies: its lease lapses by itself
+            await first.abandon()  # dies: its lease lapses by itself
             later = feed.emit(["withdrawal"] * 6)
             await wait_for(receiver, later)
             assert second.holding() == ["crm"]

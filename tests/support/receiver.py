@@ -26,6 +26,7 @@ from ledger.webhooks import verify
 class Received:
     """One request as it arrived, and what the receiver did with it."""
 
+    path: str
     headers: dict[str, str]
     body: bytes
     signed: bool
@@ -74,7 +75,12 @@ class Receiver:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hooks"
+        return f"{self.base}/hooks"
+
+    @property
+    def base(self) -> str:
+        """Post to any path under it; each request records its path."""
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         """Listen (again, on the same port after a stop)."""
@@ -138,7 +144,8 @@ class Receiver:
                     for name, _, value in (line.partition(":") for line in lines[1:] if line)
                 }
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                if not await self._answer(headers, body, writer):
+                path = lines[0].split(" ")[1] if len(lines[0].split(" ")) > 1 else ""
+                if not await self._answer(path, headers, body, writer):
                     return
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             return
@@ -147,12 +154,12 @@ class Receiver:
             writer.close()
 
     async def _answer(
-        self, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter
+        self, path: str, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter
     ) -> bool:
         with self._lock:
             outcome = self.script.popleft() if self.script else "ok"
             signed = verify(self.secret, body, headers.get("x-ledger-signature"))
-            self.received.append(Received(headers, body, signed, outcome))
+            self.received.append(Received(path, headers, body, signed, outcome))
         if outcome == "drop":
             return False
         if outcome == "timeout":

@@ -372,10 +372,16 @@ class WebhookSender:
                 await anyio.sleep(self.config.poll)
         await asyncio.gather(*(sender.run() for sender in self._senders))
 
-    async def stop(self, *, release: bool = True) -> None:
+    async def stop(self) -> None:
         """Stop every loop (a batch in flight is re-sent by whoever sends next) and hand the
-        leases back so that another replica takes over at once; ``release=False`` leaves them
-        to lapse, as a process that died would."""
+        leases back so that another replica takes over at once."""
+        await self._halt(release=True)
+
+    async def abandon(self) -> None:
+        """Stop every loop as a process that died would: the leases are left to lapse."""
+        await self._halt(release=False)
+
+    async def _halt(self, *, release: bool) -> None:
         task, self._task = self._task, None
         if task is None:
             return
