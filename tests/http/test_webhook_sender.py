@@ -200,3 +200,25 @@ def test_two_senders_on_one_database_never_post_at_once_and_one_takes_over_when_
     assert batches_once(receiver.delivered()) == list(range(1, 19))
     holders = [row.holder for row in WebhookTables(one.store).rows()]
     assert holders == [None]
+
+
+def test_events_pruned_before_delivery_are_counted_as_missed_and_delivery_goes_on(
+    book: ledger.Ledger,
+) -> None:
+    feed = MemoryFeed()
+    feed.emit(["deposit"] * 8)
+    feed.prune(5)  # retention took them before this endpoint ever received them
+    registry = CollectorRegistry()
+    with Receiver(SECRET) as receiver:
+        sender = WebhookSender(
+            config_for(receiver), book, source=feed, metrics=WebhookMetrics(registry)
+        )
+
+        async def scenario() -> None:
+            async with sender:
+                await wait_for(receiver, [6, 7, 8])
+
+        run(scenario)
+    assert receiver.delivered_ids() == [6, 7, 8]
+    missed = registry.get_sample_value("ledger_webhook_missed_events_total", {"endpoint": "crm"})
+    assert missed == 5

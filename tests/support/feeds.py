@@ -31,18 +31,26 @@ class MemoryFeed:
 
     def emit(self, types: Iterable[str]) -> list[int]:
         with self._lock:
-            start = len(self.events)
-            for offset, kind in enumerate(types):
-                self.events.append(MemoryEvent(start + offset + 1, kind, datetime.now(UTC)))
-            return list(range(start + 1, len(self.events) + 1))
+            start = self.events[-1].id if self.events else 0
+            added = [
+                MemoryEvent(start + offset + 1, kind, datetime.now(UTC))
+                for offset, kind in enumerate(types)
+            ]
+            self.events.extend(added)
+            return [event.id for event in added]
+
+    def prune(self, through: int) -> None:
+        """Forget the events up to id ``through`` (as retention would)."""
+        with self._lock:
+            self.events = [event for event in self.events if event.id > through]
 
     def read(self, after: int, limit: int) -> Sequence[MemoryEvent]:
         with self._lock:
-            return self.events[after : after + limit]
+            return [event for event in self.events if event.id > after][:limit]
 
     def head(self) -> int:
         with self._lock:
-            return len(self.events)
+            return self.events[-1].id if self.events else 0
 
     def body(self, event: Any) -> Mapping[str, Any]:
         return {"id": event.id, "type": event.type, "committed_at": event.committed_at.isoformat()}

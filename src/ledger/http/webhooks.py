@@ -47,7 +47,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from ..errors import LedgerError
 from ..service import Ledger
-from ..stores.webhooks import WebhookTables
+from ..stores.webhooks import CursorRow, WebhookTables
 from ..webhooks import (
     BATCH_HEADER,
     SIGNATURE_HEADER,
@@ -121,6 +121,13 @@ class WebhookMetrics:
             ["endpoint"],
             registry=registry,
         )
+        self.missed = Counter(
+            "ledger_webhook_missed_events",
+            "Events pruned by retention before the endpoint received them (should stay 0: "
+            "keep the retention longer than any receiver's outage).",
+            ["endpoint"],
+            registry=registry,
+        )
         self.holding = Gauge(
             "ledger_webhook_holding",
             "1 while this process holds the endpoint's lease (is its one active sender).",
@@ -137,6 +144,7 @@ class _Batch:
     through: int  # the cursor after it (past unwanted events at its end too)
     key: str  # "<first>-<last>" wanted event ids
     body: bytes
+    oldest: datetime  # its first event's commit time: the lag in seconds while it waits
 
 
 class _EndpointSender:
@@ -179,7 +187,12 @@ class _EndpointSender:
         sender, endpoint, name = self.sender, self.endpoint, self.endpoint.name
         start = sender.clock()
         until = start + timedelta(seconds=self.config.lease)
-        row = await sender.db(lambda tables, _: tables.claim(name, sender.holder, start, until))
+
+        def claim(tables: WebhookTables, source: EventSource) -> tuple[CursorRow | None, int]:
+            found = tables.claim(name, sender.holder, start, until)
+            return found, (source.head() if found is not None else 0)
+
+        row, head = await sender.db(claim)
         if row is None:
             self.standby()
             return self.config.poll
@@ -191,21 +204,22 @@ class _EndpointSender:
             self.batch = None  # another sender moved the cursor while this one's lease lapsed
         if self.batch is None:
             self.batch = await self.next_batch(row.position)
-            if self.batch is None:
-                return self.config.poll
-            if not self.batch.key:  # only unwanted events: pass over them
-                passed, self.batch = self.batch, None
-                await sender.db(
-                    lambda tables, _: tables.advance(
-                        name,
-                        sender.holder,
-                        passed.after,
-                        passed.through,
-                        sender.clock(),
-                        delivered=False,
-                    )
+        self.report_lag(head, row.position)
+        if self.batch is None:
+            return self.config.poll
+        if not self.batch.key:  # only unwanted events: pass over them
+            passed, self.batch = self.batch, None
+            await sender.db(
+                lambda tables, _: tables.advance(
+                    name,
+                    sender.holder,
+                    passed.after,
+                    passed.through,
+                    sender.clock(),
+                    delivered=False,
                 )
-                return 0.0
+            )
+            return 0.0
         left = (until - sender.clock()).total_seconds() - LEASE_MARGIN
         if left < endpoint.timeout:
             return 0.0  # too little lease left to post in: renew it first
@@ -247,28 +261,44 @@ class _EndpointSender:
         for gauge in (metrics.lag_events, metrics.lag_seconds):
             gauge.labels(name).set(0)
 
+    def report_lag(self, head: int, position: int) -> None:
+        """The lag gauges, from the feed's head and the batch in flight (if any)."""
+        metrics, name, batch = self.sender.metrics, self.endpoint.name, self.batch
+        metrics.lag_events.labels(name).set(max(0, head - position))
+        age = 0.0 if batch is None else (self.sender.clock() - batch.oldest).total_seconds()
+        metrics.lag_seconds.labels(name).set(max(0.0, age))
+
     async def next_batch(self, position: int) -> _Batch | None:
         """The batch after ``position``, or ``None`` when no event waits."""
         endpoint, name = self.endpoint, self.endpoint.name
 
-        def read(_: WebhookTables, source: EventSource) -> tuple[int, list[Any], list[Any]]:
+        def read(_: WebhookTables, source: EventSource) -> tuple[list[Any], list[Any]]:
             events = list(source.read(position, endpoint.batch_size))
             wanted = [event for event in events if endpoint.wants(event.type)]
-            return source.head(), events, [(event, source.body(event)) for event in wanted]
+            return events, [(event, source.body(event)) for event in wanted]
 
-        head, events, wanted = await self.sender.db(read)
-        metrics = self.sender.metrics
-        metrics.lag_events.labels(name).set(max(0, head - position))
-        oldest = (self.sender.clock() - events[0].committed_at).total_seconds() if events else 0.0
-        metrics.lag_seconds.labels(name).set(max(0.0, oldest))
+        events, wanted = await self.sender.db(read)
         if not events:
             return None
+        if events[0].id > position + 1:
+            # Ids have no gaps: the events between were pruned (retention) before this
+            # endpoint received them. Nothing can bring them back; say so loudly.
+            missed = events[0].id - position - 1
+            self.sender.metrics.missed.labels(name).inc(missed)
+            log.error(
+                "webhook %s: events %d to %d were pruned before delivery",
+                name,
+                position + 1,
+                events[0].id - 1,
+            )
+        oldest = events[0].committed_at
         if not wanted:
-            return _Batch(position, events[-1].id, "", b"")
+            return _Batch(position, events[-1].id, "", b"", oldest)
         body = json.dumps(
             {"events": [item for _, item in wanted]}, separators=(",", ":"), ensure_ascii=False
         ).encode()
-        return _Batch(position, events[-1].id, f"{wanted[0][0].id}-{wanted[-1][0].id}", body)
+        key = f"{wanted[0][0].id}-{wanted[-1][0].id}"
+        return _Batch(position, events[-1].id, key, body, oldest)
 
     async def post(self, batch: _Batch) -> str | None:
         """Post ``batch`` once: ``None`` on a 2xx, else what went wrong."""

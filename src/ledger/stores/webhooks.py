@@ -10,17 +10,15 @@ holder, so a sender whose lease lapsed can no longer move the cursor.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, or_, select, update
+from sqlalchemy import or_, select, update
 
-from .base import Store
 from .schema import webhook_cursors
-from .sql import SqlStore
+from .tables import SideTables, utc
 
 __all__ = ["CursorRow", "WebhookTables"]
 
@@ -42,43 +40,21 @@ class CursorRow:
     last_error_at: datetime | None
 
 
-def _utc(moment: datetime | None) -> datetime | None:
-    # SQLite hands timestamps back naive; they were written in UTC.
-    if moment is None or moment.tzinfo is not None:
-        return moment
-    return moment.replace(tzinfo=UTC)
-
-
 def _row(row: Any) -> CursorRow:
     return CursorRow(
         endpoint=row.endpoint,
         position=int(row.position),
         holder=row.holder,
-        lease_until=_utc(row.lease_until),
+        lease_until=utc(row.lease_until),
         attempts=row.attempts,
-        last_success_at=_utc(row.last_success_at),
+        last_success_at=utc(row.last_success_at),
         last_error=row.last_error,
-        last_error_at=_utc(row.last_error_at),
+        last_error_at=utc(row.last_error_at),
     )
 
 
-class WebhookTables:
+class WebhookTables(SideTables):
     """Reads and writes of ``webhook_cursors`` in ``store`` (a SQL store)."""
-
-    def __init__(self, store: Store) -> None:
-        if not isinstance(store, SqlStore):  # pragma: no cover - every store is a SQL store
-            raise TypeError("webhooks need a SQL store")
-        self._store = store
-
-    @contextlib.contextmanager
-    def _tx(self, *, write: bool) -> Iterator[Connection]:
-        with self._store.translate_errors():
-            connection = self._store.dialect.connect(write=write)
-            try:
-                yield connection
-                connection.commit()
-            finally:
-                connection.close()
 
     def ensure(self, endpoints: Sequence[str]) -> None:
         """Give each endpoint a row (cursor 0) unless it has one."""
