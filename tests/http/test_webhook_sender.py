@@ -13,6 +13,7 @@ import anyio.to_thread
 from prometheus_client import CollectorRegistry
 
 import ledger
+from ledger.events import event_dict
 from ledger.http.webhooks import WebhookMetrics, WebhookSender
 from ledger.stores.webhooks import WebhookTables
 from ledger.webhooks import WebhookConfig, parse_config, statuses
@@ -222,3 +223,26 @@ def test_events_pruned_before_delivery_are_counted_as_missed_and_delivery_goes_o
     assert receiver.delivered_ids() == [6, 7, 8]
     missed = registry.get_sample_value("ledger_webhook_missed_events_total", {"endpoint": "crm"})
     assert missed == 5
+
+
+def test_an_embedding_process_sends_its_ledgers_own_feed_with_the_default_source(
+    book: ledger.Ledger,
+) -> None:
+    book.deposit("u1", "EUR", "50.00", reference="d1")
+    book.withdraw("u1", "EUR", "20.00", reference="w1")
+    with Receiver(SECRET) as receiver:
+
+        async def scenario() -> None:
+            async with WebhookSender(config_for(receiver), book):
+                await wait_for(receiver, [1, 2])
+                book.deposit("u2", "EUR", "7.50", reference="d2")
+                await wait_for(receiver, [3])
+
+        run(scenario)
+    posted = [event for item in receiver.delivered() for event in item.events]
+    assert posted == [event_dict(event) for event in book.events(0).events]
+    assert [(event["type"], event["amount"]) for event in posted] == [
+        ("deposit", "50.00"),
+        ("withdrawal", "20.00"),
+        ("deposit", "7.50"),
+    ]
