@@ -5,11 +5,13 @@ types are passed over; the status and metrics say where delivery stands. On ever
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import anyio.to_thread
+import pytest
 from prometheus_client import CollectorRegistry
 
 import ledger
@@ -246,3 +248,52 @@ def test_an_embedding_process_sends_its_ledgers_own_feed_with_the_default_source
         ("withdrawal", "20.00"),
         ("deposit", "7.50"),
     ]
+
+
+@pytest.mark.slow
+def test_soak_flaky_receiver_and_dying_senders_still_deliver_everything_in_order(
+    store_url: str,
+) -> None:
+    rng = random.Random(13)
+    feed = MemoryFeed()
+    outcomes = ["ok"] * 6 + ["500", "503", "drop", "timeout"]
+    with (
+        ledger.open_ledger(store_url) as one,
+        ledger.open_ledger(store_url) as two,
+        Receiver(SECRET, hold=0.01, timeout_hold=1) as receiver,
+    ):
+        receiver.answer(rng.choice(outcomes) for _ in range(400))
+        config = config_for(receiver, batch_size=7)
+
+        async def scenario() -> None:
+            senders = [WebhookSender(config, one, source=feed, holder="s0")]
+            await senders[0].start()
+            for round_number in range(12):
+                feed.emit(rng.choice(TYPES) for _ in range(rng.randint(5, 40)))
+                await anyio.sleep(rng.uniform(0.1, 0.6))
+                if round_number % 4 == 3:
+                    # The oldest sender dies; a new one (on the other connection pool) joins.
+                    await senders.pop(0).abandon()
+                    book = two if round_number % 8 == 3 else one
+                    senders.append(
+                        WebhookSender(config, book, source=feed, holder=f"s{round_number}")
+                    )
+                    await senders[-1].start()
+            await wait_for(receiver, list(range(1, feed.head() + 1)))
+            for sender in senders:
+                await sender.stop()
+
+        run(scenario)
+    assert receiver.max_in_flight == 1
+    assert all(item.signed for item in receiver.received)
+    # In order: each delivered id is the next new one, or a re-send of one already delivered
+    # (a dead sender's batch in flight, at most one batch per death).
+    newest, resent = 0, 0
+    for event_id in receiver.delivered_ids():
+        if event_id <= newest:
+            resent += 1
+        else:
+            assert event_id == newest + 1
+            newest = event_id
+    assert newest == feed.head()
+    assert resent <= 3 * 7
