@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BATCH_HEADER",
     "EVENT_TYPES",
+    "LEASE_MARGIN",
     "SIGNATURE_HEADER",
     "EndpointStatus",
     "EventSource",
@@ -60,6 +61,10 @@ BATCH_HEADER = "Idempotency-Key"
 
 # The feed's event types (ledger.events), any of which an endpoint may want.
 EVENT_TYPES = TYPES
+
+# Seconds of a lease a sender leaves unused at its end: the database round trip that renewed
+# it, and a little clock drift between replicas.
+LEASE_MARGIN = 1.0
 
 # A receiver refuses a signature older (or newer) than this many seconds: a captured request
 # cannot be replayed later.
@@ -126,8 +131,9 @@ class WebhookConfig:
 
     ``lease`` is how long a sender's claim on an endpoint lasts without renewal: a sender that
     dies is replaced by another replica's after at most that long. A batch is only posted while
-    the claim has more than the endpoint's timeout left, so two senders never post at once (as
-    long as the replicas' clocks agree to within ``lease - timeout``).
+    the claim has more than the endpoint's timeout (plus :data:`LEASE_MARGIN`) left, so two
+    senders never post at once (as long as the replicas' clocks agree to within that margin
+    plus what the lease has beyond it).
     """
 
     endpoints: tuple[WebhookEndpoint, ...] = ()
@@ -245,13 +251,14 @@ def parse_config(text: str, environ: Mapping[str, str] | None = None) -> Webhook
         retry_base=_number(source, document, "retry_base_seconds", 1.0, low=0.01, high=60.0),
         retry_cap=_number(source, document, "retry_cap_seconds", 60.0, low=0.01, high=3600.0),
     )
-    # A batch is only posted while the claim has more than the timeout left (see
-    # WebhookConfig): a lease shorter than twice a timeout would leave no time to post in.
+    # A batch is only posted while the claim has more than the timeout plus LEASE_MARGIN left
+    # (see WebhookConfig): a shorter lease would leave a sender no time to post in.
     for endpoint in endpoints:
-        if lease < 2 * endpoint.timeout:
+        if lease < 2 * (endpoint.timeout + LEASE_MARGIN):
             raise WebhookConfigError(
                 f"{source}: lease_seconds ({lease:g}) must be at least twice endpoint "
-                f"{endpoint.name!r}'s timeout ({endpoint.timeout:g})"
+                f"{endpoint.name!r}'s timeout plus {LEASE_MARGIN:g} s "
+                f"({2 * (endpoint.timeout + LEASE_MARGIN):g})"
             )
     return config
 

@@ -33,7 +33,7 @@ def config_for(receiver: Receiver, **endpoint: Any) -> WebhookConfig:
         json.dumps(
             {
                 "endpoints": [item],
-                "lease_seconds": 2,
+                "lease_seconds": 3,
                 "poll_seconds": 0.05,
                 "retry_base_seconds": 0.02,
                 "retry_cap_seconds": 0.1,

@@ -26,7 +26,7 @@ def webhooks_env(receiver: Receiver, batch_size: int) -> str:
         "url": receiver.url,
         "secret": SECRET,
         "batch_size": batch_size,
-        "timeout": 1,
+        "timeout": 0.5,
     }
     return json.dumps(
         {

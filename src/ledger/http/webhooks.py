@@ -50,6 +50,7 @@ from ..service import Ledger
 from ..stores.webhooks import CursorRow, WebhookTables
 from ..webhooks import (
     BATCH_HEADER,
+    LEASE_MARGIN,
     SIGNATURE_HEADER,
     EventSource,
     WebhookConfig,
@@ -68,9 +69,8 @@ log = logging.getLogger("ledger.webhooks")
 
 T = TypeVar("T")
 
-# Seconds of a lease kept unused at its end: the database round trip that renewed it and a
-# little clock drift between replicas.
-LEASE_MARGIN = 1.0
+# Seconds before renewing again a lease that came back too short to post in (a slow database).
+RENEW_PAUSE = 0.05
 
 # A receiver's error body is quoted in the status up to this many characters.
 QUOTED_BODY = 200
@@ -222,7 +222,8 @@ class _EndpointSender:
             return 0.0
         left = (until - sender.clock()).total_seconds() - LEASE_MARGIN
         if left < endpoint.timeout:
-            return 0.0  # too little lease left to post in: renew it first
+            # Too little lease left to post in (a slow renewal): renew it first.
+            return RENEW_PAUSE
         batch = self.batch
         error = await self.post(batch)
         now = sender.clock()
