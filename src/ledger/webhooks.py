@@ -2,9 +2,10 @@
 
 A sender (:mod:`ledger.http.webhooks`, started by ``ledger serve``) posts the event feed to each
 configured endpoint in batches, in commit order, at least once, signed with the endpoint's
-secret. This module holds what the sender, the operator API, the CLI and a *receiver* share, in
-the standard library only, so that a receiver can ``from ledger.webhooks import verify`` without
-the server's dependencies:
+secret. This module holds what the sender, the operator API, the CLI and a *receiver* share,
+over the standard library and the library's own pure modules (the store is imported only by
+:func:`statuses`), so that a receiver can ``from ledger.webhooks import verify`` with the
+library alone, without the server's extra:
 
 - :func:`parse_config`: ``LEDGER_WEBHOOKS``, JSON inline or the path of a JSON file, validated
   at start-up with messages that name the field;
