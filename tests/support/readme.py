@@ -15,11 +15,11 @@ from support.httpkit import free_port
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def marked_block(marker: str) -> str:
-    """The first ```sh block after ``marker`` in the README."""
+def marked_block(marker: str, language: str = "sh") -> str:
+    """The first ```sh (or ``language``) block after ``marker`` in the README."""
     text = README.read_text()
     after = text[text.index(marker) :]
-    start = after.index("```sh\n") + len("```sh\n")
+    start = after.index(f"```{language}\n") + len(f"```{language}\n")
     return after[start : after.index("\n```", start)]
 
 

@@ -20,6 +20,7 @@ from .openapi import openapi_assets, openapi_config
 from .operator import operator_router
 from .ops import ops_handlers
 from .runtime import Runtime
+from .webhooks import server_sender
 
 __all__ = ["create_app"]
 
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None, *, ledger: Ledger | None = None
     """
     settings = settings or Settings()
     runtime = Runtime(settings, ledger)
+    senders = [sender] if (sender := server_sender(runtime)) else []
     route_handlers: list[Any] = [
         *callback_handlers(runtime),
         operator_router(runtime),
@@ -51,8 +53,8 @@ def create_app(settings: Settings | None = None, *, ledger: Ledger | None = None
         route_handlers=route_handlers,
         exception_handlers=EXCEPTION_HANDLERS,
         template_config=console_templates(),
-        on_startup=[runtime.startup],
-        on_shutdown=[runtime.shutdown],
+        on_startup=[runtime.startup, *(sender.start for sender in senders)],
+        on_shutdown=[*(sender.stop for sender in senders), runtime.shutdown],
         # Litestar's 10 MB default is far too small for a settle of a million participants.
         request_max_body_size=settings.max_body_bytes,
         openapi_config=openapi_config(

@@ -41,6 +41,10 @@ class Dialect(Protocol):
         """``count`` new delivery journal ids, before their rows are written."""
         ...
 
+    def allocate_event_group(self, connection: Connection) -> int:
+        """A new event group key, for the events of one transaction (ledger.stores.events)."""
+        ...
+
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         """Map a driver error to the ledger's error root."""
         ...

@@ -8,18 +8,15 @@ this module only reads and writes rows.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import delete, insert, select, update
 
 from ..errors import LedgerError
-from .base import Store
 from .schema import accounts, operator_audit, operator_sessions, operators
-from .sql import SqlStore
+from .tables import SideTables, utc
 
 __all__ = [
     "AuditRow",
@@ -79,42 +76,20 @@ class TotalRow:
     total: int
 
 
-def _utc(moment: datetime | None) -> datetime | None:
-    # SQLite hands timestamps back naive; they were written in UTC.
-    if moment is None or moment.tzinfo is not None:
-        return moment
-    return moment.replace(tzinfo=UTC)
-
-
 def _operator(row: Any) -> OperatorRow:
     return OperatorRow(
         name=row.name,
         role=row.role,
         password_hash=row.password_hash,
         failed_attempts=row.failed_attempts,
-        locked_until=_utc(row.locked_until),
-        disabled_at=_utc(row.disabled_at),
-        created_at=_utc(row.created_at) or row.created_at,
+        locked_until=utc(row.locked_until),
+        disabled_at=utc(row.disabled_at),
+        created_at=utc(row.created_at) or row.created_at,
     )
 
 
-class OperatorTables:
+class OperatorTables(SideTables):
     """Reads and writes of the console's tables in ``store`` (a SQL store)."""
-
-    def __init__(self, store: Store) -> None:
-        if not isinstance(store, SqlStore):  # pragma: no cover - every store is a SQL store
-            raise TypeError("the console needs a SQL store")
-        self._store = store
-
-    @contextlib.contextmanager
-    def _tx(self, *, write: bool) -> Iterator[Connection]:
-        with self._store.translate_errors():
-            connection = self._store.dialect.connect(write=write)
-            try:
-                yield connection
-                connection.commit()
-            finally:
-                connection.close()
 
     # --- operators ------------------------------------------------------------------------------
 
@@ -178,8 +153,8 @@ class OperatorTables:
             token_hash=found.token_hash,
             operator=_operator(owner),
             csrf=found.csrf,
-            created_at=_utc(found.created_at) or found.created_at,
-            last_seen=_utc(found.last_seen) or found.last_seen,
+            created_at=utc(found.created_at) or found.created_at,
+            last_seen=utc(found.last_seen) or found.last_seen,
         )
 
     def touch_session(self, token_hash: str, now: datetime) -> None:
@@ -237,7 +212,7 @@ class OperatorTables:
         return [
             AuditRow(
                 id=row.id,
-                at=_utc(row.at) or row.at,
+                at=utc(row.at) or row.at,
                 operator=row.operator,
                 ip=row.ip,
                 action=row.action,

@@ -235,6 +235,9 @@ class PostgresDialect:
     def allocate_delivery_ids(self, connection: Connection, count: int) -> list[int]:
         return _next_ids(connection, "delivery_ids", count)
 
+    def allocate_event_group(self, connection: Connection) -> int:
+        return _next_ids(connection, "event_groups", 1)[0]
+
     def insert_rows(
         self,
         connection: Connection,
