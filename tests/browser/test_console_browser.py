@@ -195,10 +195,14 @@ def available(console: Console) -> str:
 
 def find_user(console: Console, uid: str, name: str | None = None) -> None:
     """Search the users by name (by default the one the platform gave ``uid``), open ``uid``."""
+    query = name or f"name-{uid}"
     console.open("/console/users")
-    console.fill("#q", name or f"name-{uid}")
+    console.fill("#q", query)
     console.click("#find-user")
-    console.click(f"#users a[href$='uid={uid}']")
+    # The results page, not the one the search left (whose list may hold the same link).
+    console.text("#users-heading", lambda text: query in text)
+    link = json.dumps(f"#users a[href$='uid={uid}']")
+    console.read(f"const a = document.querySelector({link}); if (a) a.click(); return !!a;")
     console.text("#user-heading", lambda text: uid in text)
 
 
@@ -341,8 +345,9 @@ def test_the_books_pages_answer_a_support_ticket_in_a_real_browser(console: Cons
     console.open("/console/deliveries")
     console.fill("#request-id", "req-place-1002")
     console.click("#find-deliveries")
-    console.text("#deliveries tbody", lambda text: "req-place-1002" in text)
-    assert "req-place-1001" not in console.text("#deliveries tbody")
+    # Waits for the results page: the unfiltered one lists both deliveries.
+    console.text("#deliveries tbody", lambda text: "req-place-1002" in text and "1001" not in text)
+    assert console.read("return document.querySelectorAll('#deliveries tbody tr').length;") == 1
     console.shot("deliveries")
 
     # The stale hold, from the overview's count to the holds page.

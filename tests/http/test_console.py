@@ -8,7 +8,6 @@ import csv
 import io
 import re
 from collections.abc import Iterator
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -304,43 +303,5 @@ def test_the_audit_api_needs_the_operator_token(client: TestClient[Any]) -> None
     assert bad.status_code == 400
 
 
-class Outline(HTMLParser):
-    """What a basic accessibility check reads: inputs and their labels, headings in order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.inputs: list[dict[str, str | None]] = []
-        self.labelled: set[str] = set()
-        self.headings: list[int] = []
-        self.forms = 0
-        self.buttons = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        if tag in ("input", "select", "textarea") and found.get("type") != "hidden":
-            self.inputs.append(found)
-        elif tag == "label" and found.get("for"):
-            self.labelled.add(str(found["for"]))
-        elif re.fullmatch(r"h[1-6]", tag):
-            self.headings.append(int(tag[1]))
-        elif tag == "form":
-            self.forms += 1
-        elif tag == "button":
-            self.buttons += 1
-
-
-def test_every_page_labels_its_inputs_orders_its_headings_and_submits_by_keyboard(
-    client: TestClient[Any],
-) -> None:
-    pages = ["/console/sign-in", *PAGES, "/console/bets?uid=1", "/console/tournaments?uid=1"]
-    signed_in(client, "ada")
-    for path in pages:
-        outline = Outline()
-        outline.feed(client.get(path).text)
-        for field in outline.inputs:
-            assert field.get("id") in outline.labelled, (path, field)
-        assert outline.headings[:1] == [1], path
-        for before, after in zip(outline.headings, outline.headings[1:], strict=False):
-            assert after <= before + 1, (path, outline.headings)
-        # Every form is sent with a real button (Enter or Space on it), never a script-only link.
-        assert outline.buttons >= outline.forms, path
+# The accessibility check of every page, as each role and on both stores, is in
+# tests/http/test_console_books.py.

@@ -189,7 +189,7 @@ def books_handlers(kit: Kit) -> list[Any]:
             }
 
         # htmx asking for older statement lines gets only the rows.
-        partial = "_statement_rows.html" if before else "_user.html"
+        partial = "_statement_rows.html" if before else None
         return await shown(request, session, "users.html", one, partial, uid=uid, q="")
 
     @get("/users.csv", include_in_schema=False)
@@ -253,7 +253,7 @@ def books_handlers(kit: Kit) -> list[Any]:
                 raise BetNotFound(f"bet {chosen} is unknown")
             return {"bet": found.to_dict(), "bets": None}
 
-        return await shown(request, session, "bet.html", one, "_bet.html", uid=uid, **filters)
+        return await shown(request, session, "bet.html", one, uid=uid, **filters)
 
     @get("/bets.csv", include_in_schema=False)
     async def bets_csv(
@@ -312,9 +312,7 @@ def books_handlers(kit: Kit) -> list[Any]:
                 "tournaments": None,
             }
 
-        return await shown(
-            request, session, "tournament.html", one, "_tournament.html", uid=uid, **filters
-        )
+        return await shown(request, session, "tournament.html", one, uid=uid, **filters)
 
     @get("/tournaments.csv", include_in_schema=False)
     async def tournaments_csv(
