@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,8 @@ import ledger
 import ledger.operators
 from ledger.http.logs import fingerprint
 from ledger.operators import MAX_FAILURES, Operators
+from support.console import PASSWORD, ROLES, csrf_of, sign_in
 from support.httpkit import OPERATOR, OPERATOR_HEADERS, Wallet, serve
-
-PASSWORD = "correct horse battery"
-ROLES = {"vic": "viewer", "cal": "cashier", "ada": "admin"}
 
 
 @pytest.fixture(autouse=True)
@@ -39,18 +36,6 @@ def client(tmp_path: Path) -> Iterator[TestClient[Any]]:
                 staff.add(name, role, PASSWORD)
         Wallet(found).deposit("u1", "10.00")
         yield found
-
-
-def csrf_of(html: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert found, html
-    return found.group(1)
-
-
-def sign_in(client: TestClient[Any], name: str, password: str = PASSWORD) -> Any:
-    form = client.get("/console/sign-in")
-    data = {"name": name, "password": password, "csrf": csrf_of(form.text)}
-    return client.post("/console/sign-in", data=data, follow_redirects=False)
 
 
 def signed_in(client: TestClient[Any], name: str) -> str:

@@ -22,11 +22,10 @@ import ledger.operators
 from ledger.contract import PLACE_BET, SETTLE_BET
 from ledger.http.console import books
 from ledger.operators import Operators
+from support.console import PASSWORD, ROLES, sign_in
 from support.httpkit import OPERATOR_HEADERS, Wallet, dumps, headers, serve
 from support.payloads import entry, place, settle
 
-PASSWORD = "correct horse battery"
-ROLES = {"vic": "viewer", "cal": "cashier", "ada": "admin"}
 ENDED = "2020-01-01T00:00:00Z"  # a tournament that should have ended long ago
 
 
@@ -68,16 +67,8 @@ def client(tmp_path: Path, store_url: str) -> Iterator[TestClient[Any]]:
         yield found
 
 
-def csrf_of(html: str) -> str:
-    found = re.search(r'name="csrf" value="([^"]+)"', html)
-    assert found, html
-    return found.group(1)
-
-
-def sign_in(client: TestClient[Any], name: str) -> None:
-    form = client.get("/console/sign-in")
-    data = {"name": name, "password": PASSWORD, "csrf": csrf_of(form.text)}
-    answer = client.post("/console/sign-in", data=data, follow_redirects=False)
+def signed_in(client: TestClient[Any], name: str) -> None:
+    answer = sign_in(client, name)
     assert answer.status_code == 303, answer.text
 
 
@@ -136,7 +127,7 @@ def audited_exports(client: TestClient[Any]) -> list[tuple[str, str, str]]:
 def test_users_are_found_by_name_or_uid_and_a_statement_shows_running_balances(
     client: TestClient[Any],
 ) -> None:
-    sign_in(client, "vic")
+    signed_in(client, "vic")
     by_name = cells(client.get("/console/users", params={"q": "ann ex"}).text, "users")
     assert [row[:2] for row in by_name] == [["u1", "Ann Example"]]
     by_uid = cells(client.get("/console/users", params={"q": "u2"}).text, "users")
@@ -164,7 +155,7 @@ def test_a_statement_and_every_list_page_on_with_their_opaque_cursors(
     client: TestClient[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(books, "LIST_PAGE", 2)
-    sign_in(client, "vic")
+    signed_in(client, "vic")
     first = client.get("/console/users", params={"uid": "u1"}).text
     older = re.search(r'href="/console/users\?uid=u1&amp;before=([^"]+)"', first)
     assert older, first
@@ -188,7 +179,7 @@ def test_a_statement_and_every_list_page_on_with_their_opaque_cursors(
 def test_a_bet_shows_its_lifecycle_postings_and_every_delivery_that_named_it(
     client: TestClient[Any],
 ) -> None:
-    sign_in(client, "vic")
+    signed_in(client, "vic")
     page = client.get("/console/bets", params={"uid": "1001"}).text
     assert "Ann Example" in page
     assert "Tournament 7" in page
@@ -214,7 +205,7 @@ def test_a_bet_shows_its_lifecycle_postings_and_every_delivery_that_named_it(
 def test_deliveries_are_searched_by_request_id_bet_status_event_and_time(
     client: TestClient[Any],
 ) -> None:
-    sign_in(client, "vic")
+    signed_in(client, "vic")
 
     def found(**params: str) -> list[str]:
         page = client.get("/console/deliveries", params=params)
@@ -236,7 +227,7 @@ def test_deliveries_are_searched_by_request_id_bet_status_event_and_time(
 def test_stale_holds_are_listed_oldest_first_and_a_tournament_shows_its_open_holds(
     client: TestClient[Any],
 ) -> None:
-    sign_in(client, "vic")
+    signed_in(client, "vic")
     stale = cells(client.get("/console/holds").text, "holds")
     assert [(row[0], row[1], row[2], row[8]) for row in stale] == [("1002", "u2", "8", "stale")]
     listed = cells(client.get("/console/tournaments").text, "tournaments")
@@ -254,7 +245,7 @@ def test_stale_holds_are_listed_oldest_first_and_a_tournament_shows_its_open_hol
 def test_the_overview_shows_the_days_deliveries_stale_holds_and_the_hourly_activity(
     client: TestClient[Any],
 ) -> None:
-    sign_in(client, "vic")
+    signed_in(client, "vic")
     page = client.get("/console/overview").text
     assert [row[:4] for row in cells(page, "deliveries-24h")] == [
         [PLACE_BET, "200", "", "2"],
@@ -284,7 +275,7 @@ def test_the_overview_shows_the_days_deliveries_stale_holds_and_the_hourly_activ
 def test_every_list_exports_as_csv_and_each_export_is_audited(
     client: TestClient[Any], path: str, params: dict[str, str], first_line: str | None
 ) -> None:
-    sign_in(client, "vic")
+    signed_in(client, "vic")
     answer = client.get(path, params=params)
     assert answer.status_code == 200, answer.text
     assert answer.headers["content-type"].startswith("text/csv")
@@ -299,7 +290,7 @@ def test_every_list_exports_as_csv_and_each_export_is_audited(
 def test_an_export_refused_for_bad_input_is_a_400_and_audited_as_refused(
     client: TestClient[Any],
 ) -> None:
-    sign_in(client, "vic")
+    signed_in(client, "vic")
     assert client.get("/console/deliveries.csv", params={"since": "x"}).status_code == 400
     assert client.get("/console/statement.csv", params={"uid": "nobody"}).status_code == 404
     assert ("vic", "deliveries", "request.invalid") in audited_exports(client)
@@ -378,7 +369,7 @@ def test_every_page_as_every_role_labels_inputs_orders_headings_and_scopes_table
     paths = ["/console/sign-in", *PAGES]  # the first one before signing in
     for path in paths:
         if path == PAGES[0]:
-            sign_in(client, role)
+            signed_in(client, role)
         answer = client.get(path)
         # An operators page refused to a viewer is itself a page that must pass.
         assert answer.status_code in (200, 403), (path, answer.status_code, answer.text)
