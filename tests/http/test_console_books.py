@@ -10,6 +10,7 @@ import csv
 import io
 import re
 from collections.abc import Iterator
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -168,12 +169,45 @@ def test_a_statement_and_every_list_page_on_with_their_opaque_cursors(
     assert "<h1" not in rest
     assert "settle" not in rest
     assert "hold" in rest
-    listed = client.get("/console/users").text
-    assert len(cells(listed, "users")) == 2
-    cursor = re.search(r'href="\?before=([^"]+)" rel="next"', listed)
-    assert cursor is None  # two users: one page
-    bets = client.get("/console/bets").text
-    assert [row[0] for row in cells(bets, "bets")] == ["1002", "1001"]
+
+
+PLACED = ["req-ann-more", "req-bob-place", "req-ann-place"]
+
+
+@pytest.mark.parametrize(
+    ("path", "table", "column", "every_row"),
+    [
+        ("/console/users", "users", 0, ["u2", "u1"]),
+        ("/console/bets", "bets", 0, ["1003", "1002", "1001"]),
+        ("/console/bets?user=u1", "bets", 0, ["1003", "1001"]),
+        ("/console/tournaments", "tournaments", 0, ["9", "8", "7"]),
+        ("/console/deliveries", "deliveries", 1, [*PLACED[:1], "req-ann-settle", *PLACED[1:]]),
+        (f"/console/deliveries?event={PLACE_BET}", "deliveries", 1, PLACED),
+        ("/console/holds?all=1", "holds", 0, ["1002", "1003"]),
+        ("/console/tournaments?uid=9", "holds", 0, ["1003"]),
+    ],
+)
+def test_every_list_pages_through_all_its_rows_with_its_cursor_keeping_its_filters(
+    client: TestClient[Any],
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    table: str,
+    column: int,
+    every_row: list[str],
+) -> None:
+    deliver(client, "/bets", place(entry(1003, user="u1", pool=9)), PLACE_BET, "req-ann-more")
+    monkeypatch.setattr(books, "LIST_PAGE", 1)
+    signed_in(client, "vic")
+    seen: list[str] = []
+    url: str | None = path
+    while url is not None:
+        page = client.get(url)
+        assert page.status_code == 200, page.text
+        seen += [row[column] for row in cells(page.text, table) if len(row) > column]
+        following = re.search(r'<a href="(\?[^"]+)" rel="next"', page.text)
+        url = None if following is None else path.partition("?")[0] + unescape(following[1])
+        assert len(seen) <= len(every_row), seen
+    assert seen == every_row
 
 
 def test_a_bet_shows_its_lifecycle_postings_and_every_delivery_that_named_it(
