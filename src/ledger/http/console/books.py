@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from litestar import Request, Response, get
 from litestar.params import QueryParameter
@@ -21,6 +21,7 @@ from litestar.response import Stream, Template
 from ... import views
 from ...contract import EVENTS
 from ...deliveries import DeliveryFilter
+from ...domain import BetState
 from ...errors import BetNotFound, InvalidRequest, LedgerError, TournamentNotFound, UserNotFound
 from ...operators import Session
 from ...paging import EXPORT_PAGE, Page, csv_lines, every
@@ -29,14 +30,12 @@ from ..runtime import Runtime
 
 __all__ = ["ACTIVITY_DAYS", "LIST_PAGE", "Kit", "books_handlers", "overview_books"]
 
-T = TypeVar("T")
-
 LIST_PAGE = 25  # rows per page of every list
 ACTIVITY_DAYS = 7  # the overview's chart
 DELIVERY_HOURS = 24  # the overview's deliveries
 
 Text = Annotated[str | None, QueryParameter()]
-STATES = ("placed", "refunded", "settled")
+STATES = tuple(state.value for state in BetState)
 
 
 @dataclass(frozen=True, slots=True)
