@@ -49,6 +49,7 @@ from .stores import (
     AccountBalance,
     BetRecord,
     CheckReport,
+    DeliveryCount,
     PostingRecord,
     StaleRule,
     Store,
@@ -63,6 +64,7 @@ from .views import (
     BetPosting,
     BetView,
     HoldView,
+    HourActivity,
     HouseReport,
     Movement,
     PoolReport,
@@ -552,6 +554,33 @@ class Ledger:
                 item[name] = value if name in HOUSE_COUNTS else render(value, scale)
             currencies.append(item)
         return HouseReport(since=start, until=end, currencies=currencies)
+
+    def activity(self, days: int = 7, *, now: datetime | None = None) -> list[HourActivity]:
+        """Per hour of the last ``days`` days (up to ``now``) and currency: entries placed,
+        their stakes, and payouts settled; quiet hours are left out. Oldest first."""
+        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 366:
+            raise InvalidRequest("days must be between 1 and 366")
+        until = now or datetime.now(UTC)
+        rows = self._read(lambda uow: uow.hourly_totals(until - timedelta(days=days), until))
+        return [
+            HourActivity(
+                hour=row.hour,
+                currency=row.currency,
+                entries=row.entries,
+                stakes=self._decimal(row.stakes, row.currency),
+                payouts=self._decimal(row.payouts, row.currency),
+            )
+            for row in rows
+        ]
+
+    def delivery_counts(
+        self, hours: int = 24, *, now: datetime | None = None
+    ) -> list[DeliveryCount]:
+        """The deliveries of the last ``hours`` hours, counted by event, status and error key."""
+        if isinstance(hours, bool) or not isinstance(hours, int) or not 1 <= hours <= 24 * 366:
+            raise InvalidRequest("hours must be between 1 and 8784")
+        since = (now or datetime.now(UTC)) - timedelta(hours=hours)
+        return self._read(lambda uow: uow.count_deliveries(since))
 
     def bet(self, uid: int) -> BetView | None:
         """The recorded bet with its user's and tournament's names and its postings, or

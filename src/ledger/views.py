@@ -32,6 +32,7 @@ __all__ = [
     "BetPosting",
     "BetView",
     "HoldView",
+    "HourActivity",
     "HouseReport",
     "Movement",
     "PoolReport",
@@ -690,3 +691,24 @@ def bet_row_text(bet: BetView) -> str:
         f"{bet.uid}  {bet.state:<8}  user {bet.user}  pool {bet.pool_uid}  "
         f"{amount_text(bet.amount)} + {amount_text(bet.rake)} {bet.currency}{payout}"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class HourActivity:
+    """One hour in one currency: entries placed, their stakes, and the payouts paid in this
+    currency by that hour's settles; amounts as exact decimals."""
+
+    hour: datetime  # its start, UTC
+    currency: str
+    entries: int
+    stakes: Decimal
+    payouts: Decimal
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hour": timestamp_text(self.hour),
+            "currency": self.currency,
+            "entries": self.entries,
+            "stakes": amount_text(self.stakes),
+            "payouts": amount_text(self.payouts),
+        }

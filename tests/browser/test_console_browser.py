@@ -99,7 +99,15 @@ def server(tmp_path: Path, store_url: str) -> Iterator[Server]:
             deposit = {"user": "u1", "currency": "EUR", "amount": "100.00", "reference": "top-up-1"}
             assert http.post("/admin/deposits", json=deposit, headers=OPERATOR_HEADERS).is_success
             body = dumps(place(entry(1001, pool=7)))
-            assert http.post("/bets", content=body, headers=headers(PLACE)).is_success
+            sent = headers(PLACE, **{"X-Request-Id": "req-place-1001"})
+            assert http.post("/bets", content=body, headers=sent).is_success
+            # A stale hold: Bob's entry in a tournament that should have ended long ago.
+            deposit = {"user": "u2", "currency": "EUR", "amount": "50.00", "reference": "top-up-2"}
+            assert http.post("/admin/deposits", json=deposit, headers=OPERATOR_HEADERS).is_success
+            ended = entry(1002, user="u2", pool=8)
+            ended["pool"]["estimatedEndTime"] = "2020-01-01T00:00:00Z"
+            sent = headers(PLACE, **{"X-Request-Id": "req-place-1002"})
+            assert http.post("/bets", content=dumps(place(ended)), headers=sent).is_success
         yield running
 
 
@@ -185,10 +193,16 @@ def available(console: Console) -> str:
     return console.text("#balances tbody tr td:nth-child(2)")
 
 
-def find_user(console: Console, uid: str) -> None:
+def find_user(console: Console, uid: str, name: str | None = None) -> None:
+    """Search the users by name (by default the one the platform gave ``uid``), open ``uid``."""
+    query = name or f"name-{uid}"
     console.open("/console/users")
-    console.fill("#uid", uid)
-    console.click("#find-user")  # htmx swaps the user in
+    console.fill("#q", query)
+    console.click("#find-user")
+    # The results page, not the one the search left (whose list may hold the same link).
+    console.text("#users-heading", lambda text: query in text)
+    link = json.dumps(f"#users a[href$='uid={uid}']")
+    console.read(f"const a = document.querySelector({link}); if (a) a.click(); return !!a;")
     console.text("#user-heading", lambda text: uid in text)
 
 
@@ -199,7 +213,7 @@ def test_each_role_does_what_it_may_in_a_real_browser(console: Console) -> None:
     console.shot("sign-in")
     console.sign_in("vic")
     console.shot("overview")
-    assert console.text("#totals tbody") == "EUR\t89.00\t11.00\t-100.00"
+    assert console.text("#totals tbody") == "EUR\t128.00\t22.00\t-150.00"
     find_user(console, "u1")
     assert available(console) == "89.00"
     assert "top-up-1" in console.text("#statement")
@@ -294,3 +308,100 @@ def test_csrf_and_session_fixation_attempts_are_refused_in_a_real_browser(
         assert console.driver.get_cookie("ledger_console")["value"] != planted  # type: ignore[index]
         assert attacker.get("/console/overview").status_code == 303  # planted token is dead
     console.shot("after-fixation-attempt")
+
+
+def fetch(console: Console, path: str) -> list[Any]:
+    """GET ``path`` from the page itself (the browser's cookies): ``[status, type, body]``."""
+    script = """
+        const [url, done] = arguments;
+        fetch(url).then(answer => answer.text().then(
+            body => done([answer.status, answer.headers.get('content-type'), body])));
+    """
+    return list(console.driver.execute_async_script(script, console.url + path))
+
+
+def test_the_books_pages_answer_a_support_ticket_in_a_real_browser(console: Console) -> None:
+    console.sign_in("vic")
+    # Find the user by name, read a running balance on their statement.
+    find_user(console, "u1")
+    console.shot("user")
+    # Account, currency, amount and the balance after it: the hold left 89.00 available.
+    statement = console.text("#statement tbody")
+    assert "available\tEUR\t-11.00\t89.00\thold" in statement
+    assert "held\tEUR\t11.00\t11.00\thold" in statement
+    assert console.text("#statement tbody tr:last-child td.balance-after") == "100.00"
+    assert "1001" in console.text("#user table.bets")
+
+    # Follow the bet to the deliveries that named it, and on to the delivery search.
+    console.click("#statement a[href*='/console/bets?uid=1001']")
+    assert "req-place-1001" in console.text("#bet-deliveries")
+    assert "hold" in console.text("#bet-postings")
+    console.shot("bet-deliveries")
+    console.click("#bet-deliveries a[href*='request_id=req-place-1001']")
+    assert "req-place-1001" in console.text("#deliveries tbody")
+    assert "req-place-1002" not in console.text("#deliveries tbody")
+
+    # Find a delivery by request id with the search form.
+    console.open("/console/deliveries")
+    console.fill("#request-id", "req-place-1002")
+    console.click("#find-deliveries")
+    # Waits for the results page: the unfiltered one lists both deliveries.
+    console.text("#deliveries tbody", lambda text: "req-place-1002" in text and "1001" not in text)
+    assert console.read("return document.querySelectorAll('#deliveries tbody tr').length;") == 1
+    console.shot("deliveries")
+
+    # The stale hold, from the overview's count to the holds page.
+    console.open("/console/overview")
+    assert console.text("#stale-holds").startswith("1 stale hold")
+    console.click("#stale-holds a")
+    assert console.text("table.holds tbody").startswith("1002\tu2\t8")
+    console.shot("holds")
+
+    # Export a list as CSV: the same link the page shows, and the export is in the audit log.
+    href = console.read("return document.querySelector('#holds-csv').getAttribute('href');")
+    status, kind, body = fetch(console, href)
+    assert status == 200
+    assert kind.startswith("text/csv")
+    assert body.splitlines()[1].startswith("1002,u2,8,EUR,10.00,1.00")
+    console.open("/console/audit")
+    assert "export\tholds\tok" in console.text("#audit tbody")
+    assert all(url.startswith(console.url) for url in console.requested())
+    console.sign_out()
+
+
+PAGES = {
+    "overview": "/console/overview",
+    "users": "/console/users",
+    "user": "/console/users?uid=u1",
+    "bets": "/console/bets",
+    "bet": "/console/bets?uid=1001",
+    "tournaments": "/console/tournaments",
+    "tournament": "/console/tournaments?uid=8",
+    "deliveries": "/console/deliveries",
+    "holds": "/console/holds",
+    "check": "/console/check",
+    "audit": "/console/audit",
+    "operators": "/console/operators",
+}
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_every_page_fits_the_screen_and_is_saved_as_a_screenshot(
+    console: Console, width: int
+) -> None:
+    console.sign_in("ada")
+    # Tall enough for the whole overview, chart included (the README's screenshot).
+    console.driver.set_window_size(width, 1250)
+    for name, path in PAGES.items():
+        console.open(path)
+        console.text("h1")
+        if name == "overview":
+            # The chart is drawn by the vendored uPlot from the page's own data.
+            console.read("return document.querySelectorAll('#activity-charts .uplot').length;")
+        fits = console.read(
+            "return document.documentElement.scrollWidth <= window.innerWidth;",
+            lambda value: value is not None,
+        )
+        console.shot(f"{name}-{width}")
+        assert fits, f"{path} scrolls sideways at {width} px"
+        assert all(url.startswith(console.url) for url in console.requested()), path

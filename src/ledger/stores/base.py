@@ -31,7 +31,9 @@ __all__ = [
     "AccountBalance",
     "BetRecord",
     "CheckReport",
+    "DeliveryCount",
     "HoldRow",
+    "HourTotals",
     "HouseTotals",
     "PoolTotals",
     "PostingRecord",
@@ -135,6 +137,28 @@ class HouseTotals:
     entries: int = 0
     ticket_entries: int = 0
     unique_players: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HourTotals:
+    """One hour of activity in one currency, in minor units: the entries placed in it and their
+    stakes, and the payouts paid in this currency by the settles of that hour."""
+
+    hour: datetime  # the hour's start, UTC
+    currency: str
+    entries: int = 0
+    stakes: int = 0
+    payouts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryCount:
+    """How many journal rows of one event had one outcome (status and error key)."""
+
+    event: str
+    status: int
+    error: str | None
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +353,14 @@ class UnitOfWork(Protocol):
         self, since: datetime | None, until: datetime | None, currency: str | None
     ) -> list[HouseTotals]:
         """Per currency: the house accounts' balances now and the period's totals."""
+
+    def hourly_totals(self, since: datetime, until: datetime) -> list[HourTotals]:
+        """Per hour of ``[since, until)`` and currency, the entries placed, their stakes and the
+        payouts settled; hours and currencies without any are left out. Sorted."""
+
+    def count_deliveries(self, since: datetime) -> list[DeliveryCount]:
+        """The journal rows received at or after ``since``, counted by event, status and
+        error key; sorted."""
 
     def check(self) -> CheckReport:
         """Verify invariants 1 to 4 over the whole journal."""

@@ -12,13 +12,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, or_, select, tuple_
+from sqlalchemy import Connection, and_, delete, func, or_, select, tuple_
 
 from ..deliveries import DeliveryFilter, DeliveryRecord
+from .base import DeliveryCount
 from .dialect import Dialect
 from .schema import deliveries, delivery_bets
 
-__all__ = ["list_deliveries", "prune", "record"]
+__all__ = ["count_deliveries", "list_deliveries", "prune", "record"]
 
 # Every column, in the table's order: the order of the rows written below.
 COLUMNS = tuple(column.name for column in deliveries.columns)
@@ -81,6 +82,23 @@ def list_deliveries(
             or_(d.received_at < moment, and_(d.received_at == moment, d.id < last_id))
         )
     return [_record(row) for row in connection.execute(query)]
+
+
+def count_deliveries(connection: Connection, since: datetime) -> list[DeliveryCount]:
+    """Rows received at or after ``since``, counted by event, status and error key (one range
+    of the ``deliveries_received`` index)."""
+    d = deliveries.c
+    query = (
+        select(d.event, d.status, d.error, func.count())
+        .where(d.received_at >= _stored_time(since))
+        .group_by(d.event, d.status, d.error)
+    )
+    found = [
+        DeliveryCount(event, status, error, int(count))
+        for event, status, error, count in connection.execute(query)
+    ]
+    # Sorted here: NULL error keys sort differently on the two databases.
+    return sorted(found, key=lambda row: (row.event, row.status, row.error or ""))
 
 
 def _record(row: Any) -> DeliveryRecord:

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Connection,
     FromClause,
     Select,
@@ -28,7 +29,10 @@ from sqlalchemy import (
     table,
     tuple_,
 )
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 
 from ..domain import (
     HOUSE_CASH,
@@ -44,7 +48,15 @@ from ..domain import (
     Transaction,
     TxnKind,
 )
-from .base import AccountBalance, HoldRow, HouseTotals, PoolTotals, StaleRule, StatementRow
+from .base import (
+    AccountBalance,
+    HoldRow,
+    HourTotals,
+    HouseTotals,
+    PoolTotals,
+    StaleRule,
+    StatementRow,
+)
 from .dialect import Dialect
 from .schema import accounts, bets, from_stored, postings, tournaments, transactions
 
@@ -59,6 +71,7 @@ __all__ = [
     "get_bets",
     "get_transaction",
     "holds",
+    "hourly_totals",
     "house_totals",
     "pool_totals",
     "statement",
@@ -443,6 +456,59 @@ def _period(
     if until is not None:
         query = query.where(column < until.astimezone(UTC))
     return query
+
+
+class _EpochHour(FunctionElement[int]):
+    """The whole hours from 1970-01-01 UTC to a (UTC) timestamp: an hour's bucket, exact on
+    both databases (never through floating point)."""
+
+    type = BigInteger()
+    inherit_cache = True
+    name = "epoch_hour"
+
+
+@compiles(_EpochHour, "sqlite")
+def _epoch_hour_sqlite(element: _EpochHour, compiler: SQLCompiler, **kw: Any) -> str:
+    # strftime('%s') drops the fraction of a second: integer division floors to the hour.
+    return f"(CAST(strftime('%s', {compiler.process(element.clauses, **kw)}) AS INTEGER) / 3600)"
+
+
+@compiles(_EpochHour, "postgresql")
+def _epoch_hour_postgres(element: _EpochHour, compiler: SQLCompiler, **kw: Any) -> str:
+    # EXTRACT gives an exact numeric (Postgres 14 and later); floor keeps the hour it is in.
+    moment = compiler.process(element.clauses, **kw)
+    return f"CAST(floor(EXTRACT(EPOCH FROM {moment}) / 3600) AS BIGINT)"
+
+
+def hourly_totals(
+    connection: Connection, dialect: Dialect, since: datetime, until: datetime
+) -> list[HourTotals]:
+    """Per hour of ``[since, until)`` and currency: entries placed and their stakes (by the
+    bets' ``placed_at``), and payouts paid in that currency (by the settled bets'
+    ``closed_at``). Two grouped reads; sorted by hour, then currency."""
+    found: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    placed_hour = _EpochHour(bets.c.placed_at)
+    placed: Select[Any] = select(
+        placed_hour, bets.c.currency, func.count(), dialect.exact_sum(bets.c.amount)
+    ).group_by(placed_hour, bets.c.currency)
+    for hour, currency, count, stakes in connection.execute(
+        _period(placed, bets.c.placed_at, since, until)
+    ):
+        found[(int(hour), currency)][0:2] = [int(count), int(stakes or 0)]
+    closed_hour = _EpochHour(bets.c.closed_at)
+    paid: Select[Any] = (
+        select(closed_hour, bets.c.payout_currency, dialect.exact_sum(bets.c.payout))
+        .where(bets.c.state == BetState.SETTLED.value, bets.c.payout_currency.is_not(None))
+        .group_by(closed_hour, bets.c.payout_currency)
+    )
+    for hour, currency, payouts in connection.execute(
+        _period(paid, bets.c.closed_at, since, until)
+    ):
+        found[(int(hour), currency)][2] = int(payouts or 0)
+    return [
+        HourTotals(datetime.fromtimestamp(hour * 3600, UTC), currency, *totals)
+        for (hour, currency), totals in sorted(found.items())
+    ]
 
 
 def pool_totals(connection: Connection, dialect: Dialect, pool_uid: int) -> list[PoolTotals]:

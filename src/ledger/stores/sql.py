@@ -31,7 +31,9 @@ from .base import (
     AccountBalance,
     BetRecord,
     CheckReport,
+    DeliveryCount,
     HoldRow,
+    HourTotals,
     HouseTotals,
     PoolTotals,
     PostingRecord,
@@ -448,6 +450,14 @@ class SqlUnitOfWork:
     ) -> list[HouseTotals]:
         with self._store.translate_errors():
             return queries.house_totals(self._conn, self._dialect, since, until, currency)
+
+    def hourly_totals(self, since: datetime, until: datetime) -> list[HourTotals]:
+        with self._store.translate_errors():
+            return queries.hourly_totals(self._conn, self._dialect, since, until)
+
+    def count_deliveries(self, since: datetime) -> list[DeliveryCount]:
+        with self._store.translate_errors():
+            return journal.count_deliveries(self._conn, since)
 
     def check(self) -> CheckReport:
         with self._store.translate_errors():

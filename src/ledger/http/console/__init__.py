@@ -34,11 +34,12 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from ... import views
-from ...errors import BetNotFound, Forbidden, InvalidRequest, LedgerError
+from ...errors import Forbidden, InvalidRequest, LedgerError
 from ...operators import ACTIONS, ROLES, Operators, Session, SignInFailed
 from ...service import Ledger
 from ..auth import client_address
 from ..runtime import Runtime
+from .books import Kit, books_handlers, overview_books
 
 __all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates", "request_address"]
 
@@ -55,23 +56,21 @@ CSRF_HEADER = "x-csrf-token"
 NAV: list[tuple[str, str, str]] = [
     ("/overview", "Overview", "read"),
     ("/users", "Users", "read"),
-    ("/bets", "Bet", "read"),
-    ("/tournaments", "Tournament", "read"),
+    ("/bets", "Bets", "read"),
+    ("/tournaments", "Tournaments", "read"),
     ("/check", "Check", "read"),
     ("/audit", "Audit log", "read"),
     ("/operators", "Operators", "operators"),
 ]
-# BOOKS: the operator's books (issue 12) add their pages here, after the ones above, as
-#   ("/deliveries", "Deliveries", "read"), ("/holds", "Holds", "read"), and the lists of users
-#   and tournaments; a page extends base.html, and the overview's deliveries, stale holds and
-#   chart fill the ``books`` block of overview.html.
-BOOKS_NAV: list[tuple[str, str, str]] = []
-
-STATEMENT_PAGE = 25
+# The pages of the operator's books (:mod:`.books`) beyond the ones above; the overview's
+# deliveries, stale holds and chart fill the ``books`` block of overview.html.
+BOOKS_NAV: list[tuple[str, str, str]] = [
+    ("/deliveries", "Deliveries", "read"),
+    ("/holds", "Holds", "read"),
+]
 
 # Query parameters (declared explicitly: Litestar deprecates inferring them).
 OptionalText = Annotated[str | None, QueryParameter()]
-OptionalNumber = Annotated[int | None, QueryParameter()]
 
 
 class SignInNeeded(LedgerError):
@@ -250,25 +249,12 @@ def console_handlers(runtime: Runtime) -> list[Any]:
     @get("/overview", include_in_schema=False)
     async def overview(request: Request[Any, Any, Any]) -> Template:
         session = await signed_in(request)
-        found = await call(lambda ledger: operators(ledger).overview(ledger.currencies.scale))
-        return page(request, session, "overview.html", **found)
 
-    @get("/users", include_in_schema=False)
-    async def users(
-        request: Request[Any, Any, Any],
-        uid: OptionalText = None,
-        before: OptionalNumber = None,
-    ) -> Template:
-        """A user's balances and statement; with ``before``, htmx gets only the older rows."""
-        session = await signed_in(request)
-        if not uid:
-            return page(request, session, "users.html", partial="_user.html", uid=None)
-        try:
-            user = await call(lambda ledger: _user(ledger, uid, before))
-        except LedgerError as error:
-            return failed(request, session, error)
-        partial = "_statement_rows.html" if before is not None else "_user.html"
-        return page(request, session, "users.html", partial=partial, uid=uid, **user)
+        def read(ledger: Ledger) -> dict[str, Any]:
+            found = operators(ledger).overview(ledger.currencies.scale)
+            return {**found, **overview_books(ledger)}
+
+        return page(request, session, "overview.html", **(await call(read)))
 
     @post("/users/movements", include_in_schema=False)
     async def movement(request: Request[Any, Any, Any]) -> Template:
@@ -304,35 +290,6 @@ def console_handlers(runtime: Runtime) -> list[Any]:
             partial="_movement.html",
             kind=kind,
             movement=move.to_dict(),
-        )
-
-    @get("/bets", include_in_schema=False)
-    async def bet(request: Request[Any, Any, Any], uid: OptionalText = None) -> Template:
-        session = await signed_in(request)
-        found = None
-        if uid:
-            try:
-                number = _integer(uid, "bet uid")
-                view = await call(lambda ledger: ledger.bet(number))
-            except LedgerError as error:
-                return failed(request, session, error)
-            if view is None:
-                return failed(request, session, BetNotFound(f"bet {uid} is unknown"))
-            found = view.to_dict()
-        return page(request, session, "bet.html", partial="_bet.html", uid=uid, bet=found)
-
-    @get("/tournaments", include_in_schema=False)
-    async def tournament(request: Request[Any, Any, Any], uid: OptionalText = None) -> Template:
-        session = await signed_in(request)
-        found = None
-        if uid:
-            try:
-                number = _integer(uid, "tournament uid")
-                found = (await call(lambda ledger: ledger.pool_report(number))).to_dict()
-            except LedgerError as error:
-                return failed(request, session, error)
-        return page(
-            request, session, "tournament.html", partial="_tournament.html", uid=uid, report=found
         )
 
     @get("/check", include_in_schema=False)
@@ -441,16 +398,6 @@ def console_handlers(runtime: Runtime) -> list[Any]:
             request, session, "operators.html", done=f"{do}: {name}", **(await _operator_list())
         )
 
-    def _user(ledger: Ledger, uid: str, before: int | None) -> dict[str, Any]:
-        balances = [balance.to_dict() for balance in ledger.balance(uid)]
-        found = ledger.statement_page(uid, limit=STATEMENT_PAGE, before=before)
-        answer = views.statement_dict(uid, found.items, found.next)
-        return {
-            "balances": balances,
-            "lines": answer["lines"],
-            "next_before": answer["next_before"],
-        }
-
     def sign_in_needed(request: Request[Any, Any, Any], _: SignInNeeded) -> Response[Any]:
         if _htmx(request):
             return Response(b"", status_code=200, headers={"HX-Redirect": PREFIX + "/sign-in"})
@@ -465,16 +412,14 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         sign_in,
         sign_out,
         overview,
-        users,
         movement,
-        bet,
-        tournament,
         check_page,
         check_run,
         audit_page,
         audit_csv,
         operators_page,
         operators_change,
+        *books_handlers(Kit(runtime, call, signed_in, page, failed, audit)),
     ]
     return [
         Router(
@@ -490,10 +435,3 @@ def console_handlers(runtime: Runtime) -> list[Any]:
             include_in_schema=False,
         ),
     ]
-
-
-def _integer(text: str, name: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise InvalidRequest(f"{name}: expected an integer, got {text!r}") from None
