@@ -5,6 +5,8 @@
 - The delivery log line is written without logging's per-record machinery where ``ledger serve``
   configured the logger, batched per loop turn, and is an ordinary record anywhere else.
 - Metrics count through cached children exactly as ``labels()`` did.
+- The request read from the ASGI scope and ``receive`` keeps Litestar's rules: the first of
+  repeated headers, 413 over the body limit, 400 when the client hangs up mid-body.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ import io
 import json
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import pytest
+from litestar.exceptions import HTTPException
 
+from ledger.errors import InvalidRequest
+from ledger.http.callbacks import _body, _headers, _text
 from ledger.http.logs import JSON_LOGGERS, JsonLinesHandler, log_json
 from ledger.http.runtime import LoopFutures, Metrics
 from ledger.http.serve import _configure_logging
@@ -263,3 +268,63 @@ def test_cached_metric_children_count_every_delivery_under_its_own_labels() -> N
     assert sample(
         metrics, "ledger_callback_duration_seconds_sum", {"event": PLACE}
     ) == pytest.approx(0.010)
+
+
+# --- the request read from the ASGI scope
+
+
+def messages(*items: dict[str, Any]) -> Callable[[], Awaitable[dict[str, Any]]]:
+    queue = list(items)
+
+    async def receive() -> dict[str, Any]:
+        return queue.pop(0)
+
+    return receive
+
+
+def read(receive: Callable[[], Awaitable[dict[str, Any]]], announced: bytes | None = None) -> bytes:
+    return asyncio.run(_body(receive, announced, 10))  # type: ignore[arg-type]
+
+
+def test_a_body_sent_in_chunks_is_read_whole() -> None:
+    receive = messages(
+        {"type": "http.request", "body": b"12345", "more_body": True},
+        {"type": "http.request", "body": b"", "more_body": True},
+        {"type": "http.request", "body": b"678", "more_body": False},
+    )
+    assert read(receive, b"8") == b"12345678"
+
+
+def test_a_client_that_hangs_up_mid_body_is_a_400_request_incomplete() -> None:
+    receive = messages(
+        {"type": "http.request", "body": b"12345", "more_body": True},
+        {"type": "http.disconnect"},
+    )
+    with pytest.raises(InvalidRequest) as refused:
+        read(receive)
+    assert (refused.value.status, refused.value.key) == (400, "request.incomplete")
+
+
+def test_a_body_over_the_limit_is_413_whether_announced_or_only_received() -> None:
+    with pytest.raises(HTTPException) as announced:
+        read(messages(), b"11")
+    received = messages(
+        {"type": "http.request", "body": b"123456", "more_body": True},
+        {"type": "http.request", "body": b"123456", "more_body": False},
+    )
+    with pytest.raises(HTTPException) as streamed:
+        read(received)
+    assert announced.value.status_code == streamed.value.status_code == 413
+
+
+def test_headers_are_read_by_lower_case_name_and_the_first_of_repeated_ones_counts() -> None:
+    headers = _headers(
+        [
+            (b"X-Forwarded-For", b"10.0.0.1"),
+            (b"x-forwarded-for", b"10.0.0.2"),
+            (b"authorization", b"Bearer x"),
+        ]
+    )
+    assert headers == {b"x-forwarded-for": b"10.0.0.1", b"authorization": b"Bearer x"}
+    assert _text(headers, b"authorization") == "Bearer x"
+    assert _text(headers, b"x-request-id") is None
