@@ -1,6 +1,8 @@
 """The ``ledger serve`` and ``ledger token`` commands (registered by :mod:`ledger.cli`).
 
-``serve`` runs the app on uvicorn with uvloop and httptools (``uvicorn[standard]``). Without
+``serve`` runs the app on uvicorn with uvloop and httptools (``uvicorn[standard]``); with
+``--workers N``, N processes share the port under uvicorn's supervisor, each with its own app,
+ledger and writer (the database keeps them correct, as it keeps separate replicas). Without
 ``LEDGER_JWT_SECRET`` it runs in development mode, and only on a loopback address: it generates a
 secret and an operator token for this run and prints ready-to-paste ``curl`` commands. Anywhere
 else it refuses to start, because a wallet that accepts any caller pays anyone.
