@@ -165,6 +165,9 @@ def test_a_served_delivery_writes_one_bare_json_line_with_its_time_and_request_i
         )
     handler.flush()
     assert answer.status_code == 200
+    # Answered as a finished ASGI response: the same JSON and media type as Litestar's.
+    assert answer.headers["content-type"] == "application/json"
+    assert set(answer.json()) == {"secrets"}
     lines = [json.loads(line) for line in served_log.getvalue().splitlines() if "callback" in line]
     assert len(lines) == 1
     (line,) = lines

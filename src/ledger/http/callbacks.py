@@ -22,10 +22,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from litestar import Request, Response, post
+import msgspec
+from litestar import MediaType, Request, post
 from litestar.exceptions import ClientException, HTTPException
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.handlers import HTTPRouteHandler
+from litestar.response.base import ASGIResponse
 from litestar.types import Receive
 from msgspec import Struct
 
@@ -175,7 +177,7 @@ def callback_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
 
 
 def _handler(runtime: Runtime, callback: CallbackRoute) -> HTTPRouteHandler:
-    async def handle(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+    async def handle(request: Request[Any, Any, Any]) -> ASGIResponse:
         return await _deliver(runtime, callback, request)
 
     handle.__name__ = "callback_" + callback.path.strip("/").replace("/", "_")
@@ -191,7 +193,7 @@ def _handler(runtime: Runtime, callback: CallbackRoute) -> HTTPRouteHandler:
 
 async def _deliver(
     runtime: Runtime, callback: CallbackRoute, request: Request[Any, Any, Any]
-) -> Response[dict[str, Any]]:
+) -> ASGIResponse:
     settings = runtime.settings
     metrics = runtime.metrics
     started = time.perf_counter()
@@ -247,7 +249,9 @@ async def _deliver(
             ) from None
         answer = _answer(result)
         status, outcome, bet_uids = 200, "ok", answer.bet_uids
-        return Response(answer.body, status_code=200)
+        # Encoded here and handed to Litestar as a finished ASGI response: its Response turns
+        # into one only after resolving a response handler, headers and cookies per request.
+        return ASGIResponse(body=msgspec.json.encode(answer.body), media_type=MediaType.JSON)
     except LedgerError as exc:
         status, outcome, message = exc.status, exc.key, exc.message
         bet_uids = [exc.bet_uid] if exc.bet_uid is not None else ()
