@@ -26,10 +26,10 @@ from litestar.exceptions import HTTPException
 
 from ledger.errors import InvalidRequest
 from ledger.http.callbacks import _body, _headers, _text
-from ledger.http.logs import JSON_LOGGERS, JsonLinesHandler, log_json
+from ledger.http.logs import JsonLinesHandler, log_json
 from ledger.http.runtime import LoopFutures, Metrics
-from ledger.http.serve import _configure_logging
 from support.httpkit import PLACE, dumps, headers, serve
+from support.logs import served_logging
 from support.payloads import entry, place
 
 # --- the writer's answers on the loop -------------------------------------------------------------
@@ -122,22 +122,9 @@ class CountingStream(io.StringIO):
 
 @pytest.fixture
 def served_log() -> Iterator[CountingStream]:
-    """Logging as ``ledger serve`` configures it, into a buffer; put back afterwards."""
-    loggers = [logging.getLogger(name) for name in ("", *JSON_LOGGERS)]
-    saved = [(logger, logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
-    _configure_logging("INFO")
-    stream = CountingStream()
-    for logger in loggers:
-        for handler in logger.handlers:
-            assert isinstance(handler, logging.StreamHandler)
-            handler.setStream(stream)
-    try:
+    """Logging as ``ledger serve`` configures it, into a counting buffer; put back afterwards."""
+    with served_logging(CountingStream()) as stream:
         yield stream
-    finally:
-        for logger, handlers, level, propagate in saved:
-            logger.handlers[:] = handlers
-            logger.setLevel(level)
-            logger.propagate = propagate
 
 
 def delivery_handler() -> JsonLinesHandler:
