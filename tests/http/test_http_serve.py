@@ -17,9 +17,9 @@ from click.testing import CliRunner
 
 from ledger.cli import main
 from ledger.http.logs import JSON_LOGGERS
-from ledger.http.serve import _configure_logging
 from ledger.settings import DEFAULT_MAX_BODY_BYTES, Settings, SettingsError
 from support.httpkit import SECRET
+from support.logs import served_logging
 
 # --- Settings ---------------------------------------------------------------------------------
 
@@ -181,21 +181,8 @@ ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ")
 @pytest.fixture
 def served_log() -> Iterator[io.StringIO]:
     """Logging as ``ledger serve`` configures it, written to a buffer; put back afterwards."""
-    loggers = [logging.getLogger(name) for name in ("", *JSON_LOGGERS)]
-    saved = [(logger, logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
-    _configure_logging("INFO")
-    buffer = io.StringIO()
-    for logger in loggers:
-        for handler in logger.handlers:
-            assert isinstance(handler, logging.StreamHandler)
-            handler.setStream(buffer)
-    try:
+    with served_logging(io.StringIO()) as buffer:
         yield buffer
-    finally:
-        for logger, handlers, level, propagate in saved:
-            logger.handlers[:] = handlers
-            logger.setLevel(level)
-            logger.propagate = propagate
 
 
 def test_plain_log_lines_start_with_an_iso_8601_utc_timestamp(served_log: io.StringIO) -> None:

@@ -1,8 +1,10 @@
-"""Two ``ledger serve`` processes on one Postgres, hit at the same time with the same deliveries.
+"""Two ``ledger serve`` processes on one Postgres, hit at the same time with the same deliveries;
+and one ``ledger serve --workers 2`` on each store, whose two workers share its port.
 
 Correctness must come from the database (unique keys, conditional updates), never from
-in-process locks: so every race here runs across two processes. A deadlock or serialization
-failure is the server's to retry; the platform must never see a 5xx for one.
+in-process locks: so every race here runs across two processes, each with its own writer. A
+deadlock or serialization failure is the server's to retry (on SQLite, a busy database is waited
+for); the platform must never see a 5xx for one.
 """
 
 from __future__ import annotations
@@ -42,6 +44,14 @@ def two_servers(tmp_path: Path, postgres_url: str) -> Iterator[tuple[str, list[s
         yield postgres_url, [first.url, second.url]
 
 
+@pytest.fixture
+def two_workers(tmp_path: Path, store_url: str) -> Iterator[tuple[str, list[str]]]:
+    with LedgerProcess(tmp_path, server_env(store_url), workers=2) as server:
+        yield store_url, [server.url]
+        # Both workers ran (and answered the health check), each with its own writer.
+        assert server.output().count("Application startup complete") == 2
+
+
 def hammer(urls: list[str], requests: list[tuple[str, str, bytes]]) -> list[httpx.Response]:
     """Send every request once, spread over both servers, from many threads at once."""
     clients = [httpx.Client(base_url=url, timeout=60) for url in urls]
@@ -70,13 +80,22 @@ def statuses(responses: list[httpx.Response]) -> Counter[int]:
 def test_identical_deliveries_to_two_processes_hold_refund_and_settle_each_bet_once(
     two_servers: tuple[str, list[str]],
 ) -> None:
-    database_url, urls = two_servers
+    identical_deliveries(*two_servers)
+
+
+def test_identical_deliveries_to_two_workers_hold_refund_and_settle_each_bet_once(
+    two_workers: tuple[str, list[str]],
+) -> None:
+    identical_deliveries(*two_workers)
+
+
+def identical_deliveries(database_url: str, urls: list[str]) -> None:
     with httpx.Client(base_url=urls[0]) as http:
         deposit(http, "twin", "100.00")
     bets = place(entry(1, user="twin", pool=5), entry(2, user="twin", pool=5))
 
     assert statuses(hammer(urls, same("/bets", PLACE, bets))) == {200: 32}
-    with httpx.Client(base_url=urls[1]) as http:
+    with httpx.Client(base_url=urls[-1]) as http:
         assert balances_of(http, "twin") == (Decimal("78.00"), Decimal("22.00"))
 
     cancel = refund(5, (1, "twin"))
@@ -93,7 +112,17 @@ def test_identical_deliveries_to_two_processes_hold_refund_and_settle_each_bet_o
 def test_entries_of_a_user_who_can_afford_only_some_never_overdraw_across_processes(
     two_servers: tuple[str, list[str]],
 ) -> None:
-    database_url, urls = two_servers
+    affordable_only(*two_servers)
+
+
+@pytest.mark.slow  # the default run has the identical-deliveries race across workers
+def test_entries_of_a_user_who_can_afford_only_some_never_overdraw_across_workers(
+    two_workers: tuple[str, list[str]],
+) -> None:
+    affordable_only(*two_workers)
+
+
+def affordable_only(database_url: str, urls: list[str]) -> None:
     with httpx.Client(base_url=urls[0]) as http:
         deposit(http, "short", "60.50")  # 5 entries of 11.00 fit, 5.50 is left
     # 40 different entries, each sent twice (once to each server), all at the same moment.
@@ -114,7 +143,7 @@ def test_entries_of_a_user_who_can_afford_only_some_never_overdraw_across_proces
     assert len(placed) == 5
     # A bet answered 200 by either server is one of the five held; its twin agrees.
     assert {100 + number // 2 for number in accepted} == placed
-    with httpx.Client(base_url=urls[1]) as http:
+    with httpx.Client(base_url=urls[-1]) as http:
         assert balances_of(http, "short") == (Decimal("5.50"), Decimal("55.00"))
     assert ledger_check(database_url).returncode == 0
 
@@ -139,7 +168,7 @@ def test_many_users_deposits_and_bets_across_processes_lose_no_update_and_never_
     backward = settle(1, *((1000 + n, "2.00", users[n % 4]) for n in reversed(range(60))))
     closing = [("/winners", SETTLE, dumps(body)) for body in (forward, backward) * 8]
     assert statuses(hammer(urls, closing)) == {200: 16}
-    with httpx.Client(base_url=urls[1]) as http:
+    with httpx.Client(base_url=urls[-1]) as http:
         for user in users:
             # 15 entries of 11.00 each, each paid 2.00.
             assert balances_of(http, user) == (Decimal("865.00"), Decimal("0.00")), user

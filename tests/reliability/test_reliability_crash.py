@@ -41,9 +41,9 @@ from support.faults import (
 USERS = [f"crash-u{index}" for index in range(8)]
 
 
-def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int) -> None:
+def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int, workers: int = 1) -> None:
     rng = random.Random(seed)
-    server = LedgerProcess(tmp_path, server_env(store_url))
+    server = LedgerProcess(tmp_path, server_env(store_url), workers=workers)
     server.start()
     try:
         with httpx.Client(base_url=server.url, timeout=30) as http:
@@ -61,8 +61,8 @@ def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int) -> None:
                     # commit, that commit would most likely still be in flight now.
                     killed = threading.Event()
 
-                    def kill_now(pid: int = server.pid, done: threading.Event = killed) -> None:
-                        os.kill(pid, signal.SIGKILL)
+                    def kill_now(done: threading.Event = killed) -> None:
+                        server.signal_all(signal.SIGKILL)
                         done.set()
 
                     driver.on_next_answer = kill_now
@@ -105,6 +105,22 @@ def test_sigkilled_server_loses_no_acknowledged_delivery_and_applies_none_twice(
 ) -> None:
     # SQLite gets more kills: its group commit is where an early answer could hide.
     crash_run(tmp_path, store_url, kills=9 if store_url.startswith("sqlite") else 5, seed=11)
+
+
+def test_sigkilled_two_worker_server_loses_no_acknowledged_delivery_and_applies_none_twice(
+    tmp_path: Path, store_url: str
+) -> None:
+    # Two processes, each with its own writer, on one database: only the database keeps them
+    # correct. Few kills in the default run (a restart spawns two interpreters); more below.
+    crash_run(tmp_path, store_url, kills=2, seed=13, workers=2)
+
+
+@pytest.mark.slow
+def test_many_sigkills_of_two_workers_lose_no_acknowledged_delivery_and_apply_none_twice(
+    tmp_path: Path, store_url: str
+) -> None:
+    kills = int(os.environ.get("LEDGER_CRASH_KILLS", "25"))
+    crash_run(tmp_path, store_url, kills=kills, seed=14, workers=2)
 
 
 @pytest.mark.slow

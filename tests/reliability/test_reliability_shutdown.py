@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import pytest
 
 from support.faults import (
     LedgerProcess,
@@ -41,10 +42,14 @@ from support.payloads import entry, place
 USERS = [f"term-u{index}" for index in range(6)]
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 def test_sigterm_under_load_answers_in_flight_work_exits_in_time_and_loses_nothing(
-    tmp_path: Path, store_url: str
+    tmp_path: Path, store_url: str, workers: int
 ) -> None:
-    server = LedgerProcess(tmp_path, server_env(store_url, LEDGER_SHUTDOWN_TIMEOUT="10"))
+    # With workers, SIGTERM goes to the supervisor, which passes it on to each worker.
+    server = LedgerProcess(
+        tmp_path, server_env(store_url, LEDGER_SHUTDOWN_TIMEOUT="10"), workers=workers
+    )
     server.start()
     try:
         with httpx.Client(base_url=server.url, timeout=30) as http:
@@ -62,7 +67,8 @@ def test_sigterm_under_load_answers_in_flight_work_exits_in_time_and_loses_nothi
             # answering what it had accepted and closing the ledger. (uvicorn re-raises the
             # signal once its graceful shutdown is complete, hence -SIGTERM.)
             assert code in (0, -signal.SIGTERM), server.output()[-3000:]
-            assert "Application shutdown complete" in server.output()
+            shut_down = server.output().count("Application shutdown complete")
+            assert shut_down == workers, server.output()[-3000:]
             assert took < 10 + 5, f"shutdown took {took:.1f} s"
             acknowledged = driver.acknowledged_so_far()
             lost = unacknowledged_in(stored_bets(store_url), acknowledged)

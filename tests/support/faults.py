@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -64,9 +65,16 @@ def server_env(database_url: str, **extra: str) -> dict[str, str]:
 
 
 class LedgerProcess:
-    """A ``ledger serve`` subprocess on a fixed port that survives being killed and restarted."""
+    """A ``ledger serve`` subprocess on a fixed port that survives being killed and restarted.
 
-    def __init__(self, tmp_path: Path, env: dict[str, str], *, name: str = "server") -> None:
+    With ``workers`` > 1 it is a supervisor and its worker processes (``--workers``), in a
+    process group of their own: a kill kills them all, like a machine or container going down.
+    """
+
+    def __init__(
+        self, tmp_path: Path, env: dict[str, str], *, name: str = "server", workers: int = 1
+    ) -> None:
+        self.workers = workers
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp_path / f"{name}-{self.port}.log"
@@ -86,11 +94,15 @@ class LedgerProcess:
         with self.log.open("a") as sink:
             sink.write(f"\n--- start {self.starts} ---\n")
             sink.flush()
+            command = [*ledger_command(), "serve", "--port", str(self.port)]
+            if self.workers > 1:
+                command += ["--workers", str(self.workers)]
             self.process = subprocess.Popen(
-                [*ledger_command(), "serve", "--port", str(self.port)],
+                command,
                 env=self.env,
                 stdout=sink,
                 stderr=sink,
+                start_new_session=self.workers > 1,
             )
         self.starts += 1
         deadline = time.monotonic() + timeout
@@ -106,11 +118,26 @@ class LedgerProcess:
                 raise AssertionError(f"ledger serve did not answer:\n{self.output()[-4000:]}")
             time.sleep(0.05)
 
+    def signal_all(self, number: int) -> None:
+        """Send signal ``number`` to the server, and to its workers if it has any."""
+        assert self.process is not None
+        if self.workers > 1:
+            os.killpg(self.process.pid, number)
+        else:
+            self.process.send_signal(number)
+
     def kill(self) -> None:
         """SIGKILL: no shutdown hook runs, nothing is flushed, in-flight requests are cut."""
         assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # killed already (signal_all)
+            self.signal_all(signal.SIGKILL)
         self.process.wait(timeout=30)
+        if self.workers > 1:
+            # The port is free for a restart only once every worker is gone.
+            deadline = time.monotonic() + 30
+            while _live_members(self.process.pid):
+                assert time.monotonic() < deadline, "workers survived SIGKILL"
+                time.sleep(0.05)
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
@@ -119,8 +146,7 @@ class LedgerProcess:
         try:
             self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            self.kill()
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -146,6 +172,19 @@ class LedgerProcess:
 
     def __exit__(self, *_exc: object) -> None:
         self.stop()
+
+
+def _live_members(group: int) -> list[int]:
+    """The processes of process group ``group`` that are not zombies."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == group and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
 
 
 # --- a Postgres the test may stop -----------------------------------------------------------------

@@ -14,19 +14,21 @@ line's ``event`` is the event the delivery was counted as in the metrics.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
-import anyio
-from litestar import Request, Response, post
-from litestar.exceptions import HTTPException, InternalServerException
+import msgspec
+from litestar import MediaType, Request, post
+from litestar.exceptions import ClientException, HTTPException
+from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.handlers import HTTPRouteHandler
+from litestar.response.base import ASGIResponse
+from litestar.types import Receive
 from msgspec import Struct
 
 from ..contract import (
@@ -46,6 +48,7 @@ from ..errors import InvalidRequest, LedgerError, StoreBusy, UnsupportedMediaTyp
 from ..service import Ledger
 from .auth import authenticate, client_address, require_address, require_role
 from .errors import http_error_key
+from .logs import log_json
 from .openapi import callback_docs
 from .runtime import Runtime
 
@@ -174,7 +177,7 @@ def callback_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
 
 
 def _handler(runtime: Runtime, callback: CallbackRoute) -> HTTPRouteHandler:
-    async def handle(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+    async def handle(request: Request[Any, Any, Any]) -> ASGIResponse:
         return await _deliver(runtime, callback, request)
 
     handle.__name__ = "callback_" + callback.path.strip("/").replace("/", "_")
@@ -190,45 +193,37 @@ def _handler(runtime: Runtime, callback: CallbackRoute) -> HTTPRouteHandler:
 
 async def _deliver(
     runtime: Runtime, callback: CallbackRoute, request: Request[Any, Any, Any]
-) -> Response[dict[str, Any]]:
+) -> ASGIResponse:
     settings = runtime.settings
     metrics = runtime.metrics
     started = time.perf_counter()
-    header = request.headers.get("x-callback-event")
+    scope = request.scope
+    headers = _headers(scope["headers"])
+    header = _text(headers, b"x-callback-event")
     event = header if header in callback.events else callback.events[0]
+    peer = scope.get("client")
     address = client_address(
-        request.client.host if request.client else None,
-        request.headers.get("x-forwarded-for"),
-        settings.trusted_proxies,
+        peer[0] if peer else None, _text(headers, b"x-forwarded-for"), settings.trusted_proxies
     )
+    ip = str(address) if address else None
+    request_id = _text(headers, b"x-request-id")
     status, outcome, message = 500, "internal", ""
     bet_uids: Sequence[int] = ()
-    delivery = Delivery.arrived(
-        request.headers.get("x-request-id"),
-        event,
-        callback.path,
-        str(address) if address else None,
-    )
+    delivery = Delivery.arrived(request_id, event, callback.path, ip)
     metrics.in_progress.inc()
     try:
         require_address(address, settings.allowed_ips)
-        caller = authenticate(request.headers.get("authorization"), settings)
+        caller = authenticate(_text(headers, b"authorization"), settings)
         delivery = delivery.caller(caller.client, caller.subject)
         require_role(caller, callback.roles, need_subject=callback.need_subject)
-        require_json(request.headers.get("content-type"))
+        require_json(_text(headers, b"content-type"))
         if header is not None and header not in callback.events:
             raise InvalidRequest(
                 f"X-Callback-Event {header[:64]!r} does not belong on {callback.path} "
                 f"(expected {' or '.join(callback.events)})",
                 key="request.wrong_event",
             )
-        try:
-            body = await request.body()
-        except InternalServerException:
-            # Litestar's way of saying the client hung up mid-body: bad input, not our fault.
-            raise InvalidRequest(
-                "the client disconnected before sending the whole body", key="request.incomplete"
-            ) from None
+        body = await _body(request.receive, headers.get(b"content-length"), settings.max_body_bytes)
         ledger = runtime.opened()
         if ledger is None:
             # The database was down when last tried. Bad input is still a 400 (a 503 would make
@@ -239,9 +234,11 @@ async def _deliver(
         # The command writes the 200 journal row itself, in the transaction of its effects.
         future = callback.submit(ledger, body, delivery if settings.delivery_journal else None)
         try:
-            with anyio.fail_after(deadline):
-                # Shielded: a deadline abandons the wait, never the submitted work.
-                result = await asyncio.shield(asyncio.wrap_future(future))
+            # A plain asyncio timer, not an anyio cancel scope (a tenth of a Place Bet's own
+            # time on the loop). What is awaited is not chained back to the submitted work, so
+            # the deadline abandons the wait, never the work.
+            async with asyncio.timeout(deadline):
+                result = await runtime.awaitable(cast("Future[PlacedBets | ClosedBets]", future))
         except TimeoutError:
             # A frozen database (or a huge request on a slow one) must not outlast the
             # platform's timeout: a 5xx says "outcome unknown", and the platform's re-send of
@@ -252,7 +249,9 @@ async def _deliver(
             ) from None
         answer = _answer(result)
         status, outcome, bet_uids = 200, "ok", answer.bet_uids
-        return Response(answer.body, status_code=200)
+        # Encoded here and handed to Litestar as a finished ASGI response: its Response turns
+        # into one only after resolving a response handler, headers and cookies per request.
+        return ASGIResponse(body=msgspec.json.encode(answer.body), media_type=MediaType.JSON)
     except LedgerError as exc:
         status, outcome, message = exc.status, exc.key, exc.message
         bet_uids = [exc.bet_uid] if exc.bet_uid is not None else ()
@@ -263,15 +262,15 @@ async def _deliver(
     finally:
         elapsed = time.perf_counter() - started
         metrics.in_progress.dec()
-        metrics.deliveries.labels(event, outcome, str(status)).inc()
-        metrics.latency.labels(event).observe(elapsed)
+        metrics.delivered(event, outcome, status, elapsed)
         line: dict[str, Any] = {
-            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            # "msg" first, as on the operator log: a reader can tell the lines apart by prefix.
             "msg": "callback",
-            "request_id": request.headers.get("x-request-id"),
+            "ts": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "request_id": request_id,
             "event": event,
             "path": callback.path,
-            "ip": str(address) if address else None,
+            "ip": ip,
             "status": status,
             "outcome": outcome,
             "duration_ms": round(elapsed * 1000, 3),
@@ -280,12 +279,56 @@ async def _deliver(
         }
         if message:
             line["message"] = message
-        log.log(
-            logging.INFO if status < 500 else logging.ERROR,
-            json.dumps(line, separators=(",", ":")),
-        )
+        log_json(log, logging.INFO if status < 500 else logging.ERROR, line)
         if status != 200 and settings.delivery_journal:
             _record_refusal(runtime, delivery.record(status, outcome, bet_uids))
+
+
+# The request is read from the ASGI scope and ``receive`` directly: Litestar's ``Request.headers``
+# builds a case-insensitive multidict of every header on each access and ``Request.body`` runs a
+# generator per chunk, together a sixth of a Place Bet's time on the event loop.
+
+
+def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """The request's headers by lower-case name; the first of repeated ones, as Litestar's."""
+    headers: dict[bytes, bytes] = {}
+    for name, value in raw:
+        headers.setdefault(name.lower(), value)
+    return headers
+
+
+def _text(headers: dict[bytes, bytes], name: bytes) -> str | None:
+    value = headers.get(name)
+    return None if value is None else value.decode("latin-1")
+
+
+async def _body(receive: Receive, announced: bytes | None, limit: int) -> bytes:
+    """The whole body: 413 over ``limit`` (announced or received), 400 when the client leaves."""
+    if announced is not None:
+        try:
+            length = int(announced)
+        except ValueError:
+            raise ClientException(f"Invalid content-length: {announced!r}") from None
+        if length > limit:
+            raise RequestEntityTooLarge
+    chunks: list[bytes] = []
+    received = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.request":
+            chunk = message.get("body", b"")
+            if chunk:
+                received += len(chunk)
+                if received > limit:
+                    raise RequestEntityTooLarge
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        elif message["type"] == "http.disconnect":
+            # The client hung up mid-body: bad input, not our fault.
+            raise InvalidRequest(
+                "the client disconnected before sending the whole body", key="request.incomplete"
+            )
 
 
 def _record_refusal(runtime: Runtime, record: DeliveryRecord) -> None:

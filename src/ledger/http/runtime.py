@@ -11,11 +11,14 @@ to open it again; a callback meanwhile gets 503, which the platform re-sends.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -25,7 +28,7 @@ from ..errors import StoreUnavailable
 from ..service import Ledger, open_ledger
 from ..settings import Settings
 
-__all__ = ["Metrics", "Runtime"]
+__all__ = ["LoopFutures", "Metrics", "Runtime"]
 
 log = logging.getLogger("ledger.server")
 
@@ -72,6 +75,70 @@ class Metrics:
             "LEDGER_STALE_HOLD_DAYS: the bets to chase with the platform.",
             registry=self.registry,
         )
+        # Each labelled child, looked up once: ``labels()`` validates and joins its arguments
+        # under a lock on every call, a cost paid per delivery on the event loop.
+        self._delivered: dict[tuple[str, str, int], Any] = {}
+        self._latencies: dict[str, Any] = {}
+
+    def delivered(self, event: str, outcome: str, status: int, seconds: float) -> None:
+        """Count one delivery and observe its duration."""
+        key = (event, outcome, status)
+        counter = self._delivered.get(key)
+        if counter is None:
+            # Bounded: events are the configured ones, outcomes the error keys.
+            counter = self._delivered[key] = self.deliveries.labels(event, outcome, str(status))
+        counter.inc()
+        latency = self._latencies.get(event)
+        if latency is None:
+            latency = self._latencies[event] = self.latency.labels(event)
+        latency.observe(seconds)
+
+
+class LoopFutures:
+    """Hands the writer's results to the event loop, a whole batch in one loop callback.
+
+    ``asyncio.wrap_future`` schedules one thread-safe callback (a wake-up write on the loop's
+    self-pipe, a handle, a state copy) per request. The group-commit writer resolves a batch's
+    futures one after another, so the first of them schedules one :meth:`_resolve` and the rest
+    join the list it will drain. The loop-side future is not chained back: cancelling it (a
+    deadline) abandons the wait, never the submitted work.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._lock = threading.Lock()
+        self._ready: list[tuple[asyncio.Future[Any], Future[Any]]] = []
+
+    def wrap(self, source: Future[T]) -> asyncio.Future[T]:
+        """A future of the running loop with ``source``'s outcome, once it has one."""
+        target: asyncio.Future[T] = self._loop.create_future()
+
+        def arrived(finished: Future[T]) -> None:
+            with self._lock:
+                self._ready.append((target, finished))
+                first = len(self._ready) == 1
+            if first:
+                # A closed loop has nobody waiting on it any more.
+                with contextlib.suppress(RuntimeError):
+                    self._loop.call_soon_threadsafe(self._resolve)
+
+        source.add_done_callback(arrived)
+        return target
+
+    def _resolve(self) -> None:
+        with self._lock:
+            ready, self._ready = self._ready, []
+        for target, source in ready:
+            if target.done():
+                continue  # its caller gave up waiting (a deadline)
+            if source.cancelled():
+                target.cancel()
+                continue
+            error = source.exception()
+            if error is not None:
+                target.set_exception(error)
+            else:
+                target.set_result(source.result())
 
 
 class Runtime:
@@ -86,12 +153,14 @@ class Runtime:
         self._failure: StoreUnavailable | None = None
         self._failed_at = 0.0
         self._limiter: anyio.CapacityLimiter | None = None
+        self._futures: LoopFutures | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def startup(self) -> None:
         # Created here because a limiter belongs to the running event loop.
         self._limiter = anyio.CapacityLimiter(self.settings.worker_threads)
+        self._futures = LoopFutures(asyncio.get_running_loop())
         self._warn_about_settings()
         try:
             await anyio.to_thread.run_sync(self.ledger)
@@ -163,6 +232,12 @@ class Runtime:
         return await anyio.to_thread.run_sync(
             work, limiter=self._limiter, abandon_on_cancel=abandon_on_cancel
         )
+
+    def awaitable(self, future: Future[T]) -> asyncio.Future[T]:
+        """The writer's ``future`` as a future of the event loop (see :class:`LoopFutures`)."""
+        if self._futures is None:  # not started (an app driven without its start-up hooks)
+            self._futures = LoopFutures(asyncio.get_running_loop())
+        return self._futures.wrap(future)
 
     async def call(self, work: Callable[[Ledger], T]) -> T:
         """Run ``work(ledger)`` on a worker thread."""

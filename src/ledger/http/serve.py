@@ -1,6 +1,8 @@
 """The ``ledger serve`` and ``ledger token`` commands (registered by :mod:`ledger.cli`).
 
-``serve`` runs the app on uvicorn with uvloop and httptools (``uvicorn[standard]``). Without
+``serve`` runs the app on uvicorn with uvloop and httptools (``uvicorn[standard]``); with
+``--workers N``, N processes share the port under uvicorn's supervisor, each with its own app,
+ledger and writer (the database keeps them correct, as it keeps separate replicas). Without
 ``LEDGER_JWT_SECRET`` it runs in development mode, and only on a loopback address: it generates a
 secret and an operator token for this run and prints ready-to-paste ``curl`` commands. Anywhere
 else it refuses to start, because a wallet that accepts any caller pays anyone.
@@ -11,29 +13,37 @@ Refusals raise :class:`~ledger.errors.LedgerError`, which the ``ledger`` group p
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import ipaddress
 import json
 import logging
 import os
 import secrets
 import shlex
+import signal
 import ssl
 import time
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import click
 import uvicorn
+from uvicorn.supervisors import Multiprocess
 
-from ..errors import LedgerError
+from ..errors import LedgerError, StoreUnavailable
+from ..service import open_ledger
 from ..settings import Settings, SettingsError
 from .app import create_app
 from .auth import mint_token
-from .logs import JSON_LOGGERS, UtcFormatter
+from .logs import JSON_LOGGERS, JsonLinesHandler, UtcFormatter
 
 __all__ = ["COMMANDS", "serve", "token"]
 
 DEV_CLIENT = "dev"
+# Seconds a worker may take to answer the supervisor's health check before it is replaced.
+WORKER_HEALTHCHECK_TIMEOUT = 30.0
 DEV_TOKEN_TTL = 24 * 3600
 
 
@@ -55,8 +65,7 @@ def _configure_logging(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [plain]
     root.setLevel(level)
-    bare = logging.StreamHandler()
-    bare.setFormatter(logging.Formatter("%(message)s"))
+    bare = JsonLinesHandler()
     for name in JSON_LOGGERS:
         json_log = logging.getLogger(name)
         json_log.handlers[:] = [bare]
@@ -65,20 +74,66 @@ def _configure_logging(level: str) -> None:
     logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
+class _Config(uvicorn.Config):
+    """uvicorn's config with a TLS floor: its own options set no minimum version.
+
+    At module level because ``--workers`` pickles it into each worker process.
+    """
+
+    def __init__(self, app: Any, *, tls_minimum: ssl.TLSVersion, **options: Any) -> None:
+        super().__init__(app, **options)
+        self.tls_minimum = tls_minimum
+
+    def load(self) -> None:
+        super().load()
+        if self.ssl is not None:
+            self.ssl.minimum_version = self.tls_minimum
+
+
 def _uvicorn_config(app: Any, settings: Settings, **options: Any) -> Any:
     minimum = (
         ssl.TLSVersion.TLSv1_3 if settings.tls_min_version == "1.3" else ssl.TLSVersion.TLSv1_2
     )
+    return _Config(app, tls_minimum=minimum, **options)
 
-    class Config(uvicorn.Config):
-        """uvicorn's config with a TLS floor: its own options set no minimum version."""
 
-        def load(self) -> None:
-            super().load()
-            if self.ssl is not None:
-                self.ssl.minimum_version = minimum
+def _worker_app(settings: Settings) -> Any:
+    """The app of one ``--workers`` process, built in it: its own ledger, writer and metrics.
 
-    return Config(app, **options)
+    Runs in a freshly spawned interpreter, so logging is configured again here; and the worker
+    dies with the supervising process, so that a supervisor killed outright (SIGKILL, OOM)
+    leaves no orphan holding the port against its restart.
+    """
+    _die_with_parent()
+    _configure_logging(settings.log_level)
+    return create_app(settings)
+
+
+# prctl(2) option: the signal this process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):  # Linux only; elsewhere, best effort
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before prctl took effect
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _prepare_database(settings: Settings) -> None:
+    """Open and close the ledger once before starting workers: a new SQLite file is created and
+    migrated here, not by several workers racing to do it. A database that is down now is left
+    to the workers, which retry on each request as a single server does."""
+    try:
+        open_ledger(
+            settings.database_url, currencies=settings.currencies, **settings.ledger_options()
+        ).close()
+    except StoreUnavailable as exc:
+        logging.getLogger("ledger.server").warning(
+            "database not available at start-up, the workers will retry: %s", exc.message
+        )
 
 
 @click.command()
@@ -103,8 +158,22 @@ def _uvicorn_config(app: Any, settings: Settings, **options: Any) -> Any:
     type=click.Path(exists=True, dir_okay=False),
     help="PEM private key of the certificate. Env: LEDGER_SSL_KEYFILE.",
 )
+@click.option(
+    "--workers",
+    envvar="LEDGER_WORKERS",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server processes sharing the port, each with its own writer; the database keeps "
+    "them correct. Env: LEDGER_WORKERS.",
+)
 def serve(
-    db: str | None, host: str, port: int, ssl_certfile: str | None, ssl_keyfile: str | None
+    db: str | None,
+    host: str,
+    port: int,
+    ssl_certfile: str | None,
+    ssl_keyfile: str | None,
+    workers: int,
 ) -> None:
     """Run the callback server (/bets, /bets/cancel, /winners, /admin, /health, /metrics).
 
@@ -132,9 +201,18 @@ def serve(
         settings, banner = _development(settings, f"{scheme}://{_url_host(host)}:{port}")
 
     _configure_logging(settings.log_level)
+    if workers > 1:
+        _prepare_database(settings)
     config = _uvicorn_config(
-        create_app(settings),
+        # Several workers: each process builds its own app (and opens its own ledger) from a
+        # picklable factory; uvicorn's supervisor binds the socket once and hands it to all.
+        partial(_worker_app, settings) if workers > 1 else create_app(settings),
         settings,
+        factory=workers > 1,
+        workers=workers,
+        # A new worker answers the supervisor's health check only once it has imported
+        # everything, which takes seconds on a loaded machine: uvicorn's 5 s killed them.
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_TIMEOUT,
         host=host,
         port=port,
         # "auto" picks uvloop and httptools, installed with uvicorn[standard].
@@ -155,7 +233,12 @@ def serve(
     )
     if banner:
         click.echo(banner)
-    uvicorn.Server(config).run()
+    if workers > 1:
+        # SIGTERM or SIGINT to the supervisor reaches every worker, and each shuts down
+        # gracefully as a single server does; a worker that dies is replaced.
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
+    else:
+        uvicorn.Server(config).run()
 
 
 def _url_host(host: str) -> str:

@@ -1,0 +1,88 @@
+"""Profile the server under benchmark (a)'s load: py-spy on the GIL holder, and CPU per request.
+
+    python benchmarks/profile_place_bet.py [--db URL] [--seconds 10] [--out profile]
+
+Starts ``ledger serve`` (SQLite in a temporary directory unless ``--db``), loads it with wrk as
+``run.py`` does (one new Place Bet per request, 64 connections), and meanwhile samples only the
+thread that holds the GIL (``py-spy record --gil``, the issue's method). Writes
+``<out>.txt`` (collapsed stacks, for any flame graph tool), and prints the frames that appear in the
+largest share of samples, with the server's CPU microseconds per request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import run
+
+
+def top_frames(collapsed: Path, count: int = 30) -> list[tuple[float, float, str]]:
+    """Each function's share of the samples whose stack holds it (inclusive) and of those where
+    it runs itself (self), largest inclusive first, below the event loop and the writer thread's
+    roots (which hold most samples and say nothing)."""
+    total = 0
+    inclusive: collections.Counter[str] = collections.Counter()
+    own: collections.Counter[str] = collections.Counter()
+    for line in collapsed.read_text().splitlines():
+        stack, _, samples = line.rpartition(" ")
+        weight = int(samples)
+        total += weight
+        # Per function, not per line: "_deliver (ledger/http/callbacks.py:240)" -> "_deliver
+        # (ledger/http/callbacks.py)".
+        frames = [frame.rsplit(":", 1)[0] + ")" for frame in stack.split(";")]
+        for frame in set(frames):
+            inclusive[frame] += weight
+        own[frames[-1]] += weight
+    ranked = [
+        (weight / total, own[frame] / total, frame)
+        for frame, weight in inclusive.most_common()
+        if weight / total < 0.55
+    ]
+    return ranked[:count]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", help="database URL (default: a new SQLite file)")
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--out", type=Path, default=Path("profile"))
+    parser.add_argument("--top", type=int, default=30)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ledger-profile-") as tmp:
+        db = args.db or f"sqlite:///{Path(tmp) / 'profile.db'}"
+        port = run.free_port()
+        with run.ledger_server(db, port) as process:
+            run.fund(port, [f"u{n}" for n in range(run.USERS)])
+            run.wrk(port, "/bets", run.USERS, 2)  # warm-up
+            spy_args = ["--gil", "--rate", "250", "--duration", str(args.seconds)]
+            py_spy = Path(sys.executable).with_name("py-spy")
+            collapsed = args.out.with_suffix(".txt")
+            target = ["--pid", str(process.pid), "--nonblocking", "-f", "raw", "-o", str(collapsed)]
+            recorder = subprocess.Popen([str(py_spy), "record", *spy_args, *target])
+            figures: dict[str, float] = {}
+
+            def load() -> None:
+                figures.update(run.wrk(port, "/bets", run.USERS, args.seconds, pid=process.pid))
+
+            loader = threading.Thread(target=load)
+            loader.start()
+            loader.join()
+            recorder.wait()
+    print(
+        f"{figures['rps']:,.0f} req/s, p99 {figures['p99_us'] / 1000:.1f} ms, "
+        f"server CPU {figures['server_cpu_us_per_request']:.0f} us/request "
+        f"(event loop {figures['loop_cpu_us_per_request']:.0f} us)"
+    )
+    print("inclusive   self  function (share of GIL-holding samples)")
+    for share, itself, frame in top_frames(collapsed, args.top):
+        print(f"{share:8.1%} {itself:6.1%}  {frame}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""The benchmark tools the README's Performance section runs: they start and report.
+
+The long runs (``run.py``, ``profile_place_bet.py``) are not run here; their CPU accounting is,
+on a process of the test's own, and ``hot_path_parts.py`` runs whole with few rounds.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def benchmark(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_hot_path_parts_reports_each_part_old_and_new() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "hot_path_parts.py"), "--rounds", "640"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {line[:22].strip(): line[22:].split() for line in done.stdout.splitlines()[1:]}
+    assert set(rows) == {"wait for the writer", "delivery log line", "metrics"}
+    assert all(len(figures) == 2 for figures in rows.values())
+
+
+@pytest.mark.parametrize("script", ["run.py", "profile_place_bet.py"])
+def test_the_long_benchmarks_explain_their_options(script: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=BENCHMARKS,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--seconds" in done.stdout
+
+
+def test_server_cpu_is_counted_over_the_process_and_its_children() -> None:
+    run = benchmark("run")
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+    child = subprocess.Popen([sys.executable, "-c", burn + "time.sleep(60)"])
+    try:
+        for _ in range(600):  # until it has burnt its 0.3 s (slowly on a loaded machine)
+            if run.tree_cpu_seconds(child.pid)[0] >= 0.3:
+                break
+            time.sleep(0.1)
+        total, main = run.tree_cpu_seconds(child.pid)
+        assert total >= 0.3
+        assert main == pytest.approx(total, abs=0.05)  # one thread: its main one
+        # Counted in its parent's tree too, as workers are in their supervisor's.
+        assert run.tree_cpu_seconds(os.getpid())[0] >= total
+    finally:
+        child.kill()
+        child.wait()
