@@ -10,7 +10,9 @@ gets the ids after those of every transaction that committed before it; a waitin
 update returns only after the holder has committed (and become visible) or rolled back (its
 update, and so its ids, undone: no gaps). A reader that has seen id N has seen every commit
 before N's; every later commit gets ids above N. Only the tail of each transaction is serialised
-(one single-row update and one insert), and the event rows themselves are written earlier, as
+(one single-row update, one insert and the commit: the checks Postgres defers to commit, the
+balancing trigger and the postings' foreign keys, are run just before, with ``SET CONSTRAINTS ALL
+IMMEDIATE``), and the event rows themselves are written earlier, as
 the change is made, keyed by ``(grp, ordinal)``: a million-participant settle never renumbers a
 million rows under the lock. SQLite has one writer at a time; the same code holds there.
 
@@ -61,6 +63,9 @@ def seal(connection: Connection, dialect: Dialect, grp: int, count: int) -> int:
     building two Core statements cost more than the database's work (a third of the feed's
     CPU on one-entry Place Bets, measured with benchmarks/write_path_cpu.py).
     """
+    # Deferred checks first: the counter's lock below is held until commit, and a huge settle's
+    # checks must not run while every other writer with events waits on it.
+    dialect.check_deferred(connection)
     # The driver's placeholder: qmark on sqlite3, format on psycopg.
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
     last = connection.exec_driver_sql(_TAKE_IDS.replace("?", mark), (count,)).scalar()
