@@ -23,12 +23,15 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
+import ledger
 from ledger import domain, writer
 from ledger.domain import Entry, PlaceRequest, RefundItem, SettleClaim
 from ledger.errors import LedgerError, UnknownCurrency
 from ledger.stores import Store, open_store
 from ledger.stores.sql import SqlUnitOfWork
 from ledger.writer import Move, PlaceBets, RefundBets, SettleBets
+from support import payloads as P
+from support.books import FailingStore, balance, house, raises_key
 
 SCALES = {"EUR": 2, "JPY": 0, "ETH": 18}
 USERS = ("u0", "u1", "u2")
@@ -247,3 +250,77 @@ def test_set_based_close_answers_and_writes_what_the_domain_decides(
         expected = _close(uow, kind, items, 10**9, monkeypatch, caplog)
         actual = _close(uow, kind, items, 0, monkeypatch, caplog)
     assert actual == expected
+
+
+# --- through the service, at the threshold ------------------------------------------------
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Which way each set-based close went: ``ClosingOutcome``, ``int`` or ``NoneType``."""
+    seen: list[str] = []
+    staged = SqlUnitOfWork.close_staged
+
+    def close_staged(self: SqlUnitOfWork, *args: Any) -> Any:
+        found = staged(self, *args)
+        seen.append(type(found).__name__)
+        return found
+
+    monkeypatch.setattr(SqlUnitOfWork, "close_staged", close_staged)
+    return seen
+
+
+def _placed(book: ledger.Ledger, count: int) -> None:
+    book.deposit("u1", "EUR", "1000.00", reference="seed")
+    book.place_bets(P.place(*(P.entry(uid) for uid in range(1, count + 1))))
+
+
+def test_a_settle_at_the_threshold_is_closed_in_the_database_and_pays_once(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    seen = _spy(monkeypatch)
+    _placed(book, 4)
+    body = P.settle(7, *((uid, "5.00") for uid in range(1, 5)))
+    first = book.settle(body)
+    again = book.settle(body)
+    assert seen == ["ClosingOutcome", "ClosingOutcome"]
+    assert (first.closed, first.unchanged) == ([1, 2, 3, 4], [])
+    assert (again.closed, again.unchanged) == ([], [1, 2, 3, 4])
+    # 1,000.00 - 4 x 11.00 held, + 4 x 5.00 paid; nothing held any more.
+    assert balance(book, "u1") == (Decimal("976.00"), Decimal("0.00"))
+    assert house(book, "house:entries") == 4000
+    assert house(book, "house:rake") == 400
+    assert house(book, "house:prizes") == -2000
+    assert book.check().ok
+
+
+def test_a_set_based_refusal_is_the_domains_error_and_writes_nothing(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    seen = _spy(monkeypatch)
+    _placed(book, 4)
+    before = book.check()
+    body = P.settle(7, (1, "5.00"), (2, "5.00"), (3, "5.00", "u2"), (99, "5.00"))
+    with raises_key("bet.conflict"):
+        book.settle(body)
+    assert seen == ["int"]
+    after = book.check()
+    assert (after.transactions, after.postings) == (before.transactions, before.postings)
+    assert balance(book, "u1") == (Decimal("956.00"), Decimal("44.00"))
+
+
+def test_a_failure_after_a_set_based_close_wrote_leaves_nothing(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    _placed(book, 4)
+    before = book.check()
+    broken = ledger.Ledger(FailingStore(book.store))
+    with pytest.raises(RuntimeError, match="injected"):
+        broken.refund(P.refund(7, 1, 2, 3, 4))
+    after = book.check()
+    assert (after.transactions, after.postings) == (before.transactions, before.postings)
+    view = book.bet(1)
+    assert view is not None
+    assert view.state == "placed"
