@@ -2,7 +2,7 @@
 
 Every command that touches the database takes ``--db URL`` (default ``$LEDGER_DATABASE_URL``,
 else ``sqlite:///ledger.db``). The read commands (``balance``, ``statement``, ``holds``,
-``house``, ``bet``, ``check``, ``deliveries``) never create a database; ``db upgrade``,
+``house``, ``bet``, ``check``, ``deliveries``, ``events``) never create a database; ``db upgrade``,
 ``deposit``, ``withdraw`` and ``serve`` do.
 Errors print ``error: <key>: <message>`` on stderr and exit 1; ``ledger check`` exits 1 when an
 invariant fails. ``--json`` prints one line of JSON, in the shapes of :mod:`ledger.views`.
@@ -21,6 +21,7 @@ from typing import Any, NoReturn, TextIO, TypeVar
 
 import click
 
+from . import events as feed
 from . import views
 from .currencies import CurrencyTable
 from .deliveries import DEFAULT_RETENTION_DAYS, DeliveryFilter
@@ -651,6 +652,67 @@ def deliveries_prune(db: str, days: int) -> None:
     with opened(db, create=False) as book:
         gone = book.prune_deliveries(days)
     click.echo(f"pruned {gone} deliveries received more than {days} days ago")
+
+
+@main.group(invoke_without_command=True)
+@db_option
+@click.option("--after", default=0, show_default=True, help="The last event id already read.")
+@click.option("--limit", default=DEFAULT_LIMIT, show_default=True, help="At most (1 to 1000).")
+@click.option("--types", help="Only these types, comma-separated (bet.placed,deposit,...).")
+@click.option("--follow", is_flag=True, help="Keep printing events as they commit (Ctrl-C).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@click.pass_context
+def events(
+    ctx: click.Context,
+    db: str,
+    after: int,
+    limit: int,
+    types: str | None,
+    follow: bool,
+    as_json: bool,
+) -> None:
+    """The event feed in commit order, after an id (``prune`` deletes old events)."""
+    if ctx.invoked_subcommand is not None:
+        return
+
+    def show(event: feed.Event) -> None:
+        if as_json:
+            emit(feed.event_dict(event))
+        else:
+            click.echo(feed.event_text(event))
+
+    with opened(db, create=False) as book:
+        page = book.events(after, limit=limit, types=types)
+        for event in page.events:
+            show(event)
+        if not follow:
+            if not as_json and len(page.events) == limit:
+                click.echo(f"more: --after {page.next}")
+            return
+        try:
+            while True:
+                page = book.wait_for_events(page.next, wait=feed.MAX_WAIT, limit=limit, types=types)
+                for event in page.events:
+                    show(event)
+        except KeyboardInterrupt:
+            return
+
+
+@events.command("prune")
+@db_option
+@click.option(
+    "--days",
+    envvar="LEDGER_EVENT_RETENTION_DAYS",
+    default=feed.DEFAULT_RETENTION_DAYS,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Retention: delete the events committed more than this many days ago.",
+)
+def events_prune(db: str, days: int) -> None:
+    """Delete events older than the retention, a batch of transactions' events at a time."""
+    with opened(db, create=False) as book:
+        gone = book.prune_events(days)
+    click.echo(f"pruned {gone} events committed more than {days} days ago")
 
 
 # Server and conformance-kit commands live with their packages, each behind its extra; each

@@ -8,6 +8,7 @@ of work of their own.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -16,7 +17,7 @@ from threading import Lock
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from . import directory, domain
+from . import directory, domain, events
 from ._process import new_reference
 from .contract import (
     PlaceBetsRequest,
@@ -35,6 +36,7 @@ from .deliveries import Delivery, DeliveryFilter, DeliveryRecord, retention_cuto
 from .directory import Seen, TournamentSeen, UserSeen
 from .domain import ClosedBets, Entry, PlacedBets, PlaceRequest, RefundItem, SettleClaim
 from .errors import InvalidRequest, LedgerError, UserNotFound
+from .events import EventPage
 from .money import from_minor, parse_decimal, render, to_minor
 from .paging import DEFAULT_LIMIT, EXPORT_PAGE, Page, check_limit, every, page_of, position
 from .settings import (
@@ -76,6 +78,7 @@ from .writer import (
     Move,
     PlaceBets,
     PruneDeliveries,
+    PruneEvents,
     RecordDelivery,
     RefundBets,
     SettleBets,
@@ -94,6 +97,11 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 Payload = Mapping[str, Any] | bytes | str
+
+# A waiting reader of the feed asks the database this often (seconds) for other processes'
+# events, and looks at this process's own commits (a counter in memory) every tick.
+EVENT_POLL = 0.2
+EVENT_TICK = 0.01
 
 # The bet view lists at most this many of the deliveries that named the bet, newest first
 # (a bet is named by its Place Bet, the re-sends and its refund or settle: a handful).
@@ -211,16 +219,29 @@ class Ledger:
     # --- deposits and withdrawals ---------------------------------------------------------------
 
     def deposit(
-        self, user: str, currency: str, amount: Decimal | int | str, reference: str | None = None
+        self,
+        user: str,
+        currency: str,
+        amount: Decimal | int | str,
+        reference: str | None = None,
+        *,
+        request_id: str | None = None,
     ) -> Movement:
-        """Credit ``user`` from outside; idempotent by ``reference`` (a fresh one if omitted)."""
-        return self._move(domain.deposit, user, currency, amount, reference)
+        """Credit ``user`` from outside; idempotent by ``reference`` (a fresh one if omitted).
+        ``request_id`` (an ``X-Request-Id``) is carried by its event."""
+        return self._move(domain.deposit, user, currency, amount, reference, request_id)
 
     def withdraw(
-        self, user: str, currency: str, amount: Decimal | int | str, reference: str | None = None
+        self,
+        user: str,
+        currency: str,
+        amount: Decimal | int | str,
+        reference: str | None = None,
+        *,
+        request_id: str | None = None,
     ) -> Movement:
         """Pay ``user`` out; refused with ``user.insufficient_funds`` when available is short."""
-        return self._move(domain.withdrawal, user, currency, amount, reference)
+        return self._move(domain.withdrawal, user, currency, amount, reference, request_id)
 
     def _move(
         self,
@@ -229,11 +250,16 @@ class Ledger:
         currency: str,
         amount: Decimal | int | str,
         reference: str | None,
+        request_id: str | None = None,
     ) -> Movement:
         user, currency = check_user(user), check_currency(currency)
         reference = check_text(reference, "reference") if reference is not None else new_reference()
         minor = self._minor(parse_decimal(amount), currency, "amount")
-        applied = self.writer.run(Move(decide(user, currency, minor, reference)))
+        # Bounded like a delivery's: a hostile header must not become a huge row.
+        request_id = None if request_id is None else request_id[:255]
+        applied = self.writer.run(
+            Move(decide(user, currency, minor, reference), request_id=request_id)
+        )
         return Movement(reference, user, currency, self._decimal(minor, currency), applied)
 
     # --- the callbacks --------------------------------------------------------------------------
@@ -679,6 +705,64 @@ class Ledger:
             total += gone
             if gone < batch:
                 return total
+
+    # --- the event feed (ledger.events) ---------------------------------------------------------
+
+    def events(
+        self,
+        after: int | str | None = 0,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        types: str | Sequence[str] | None = None,
+    ) -> EventPage:
+        """Committed events above id ``after``, oldest first, at most ``limit`` (1 to 1000),
+        only those of ``types`` when given; read on from the page's ``next``."""
+        start = events.parse_after(after)
+        size = check_limit(limit)
+        wanted = events.parse_types(types)
+        scale = self.currencies.scale
+        rows = self._read(lambda uow: uow.events(start, size, wanted))
+        found = [events.to_event(event_id, at, row, scale) for event_id, at, row in rows]
+        return EventPage(found, found[-1].id if found else start)
+
+    @property
+    def events_appended(self) -> int:
+        """Events this process has committed (it changes as soon as one commits: a waiter
+        in this process need not ask the database until it does)."""
+        return self.store.events_appended
+
+    def wait_for_events(
+        self,
+        after: int | str | None = 0,
+        *,
+        wait: float | str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        types: str | Sequence[str] | None = None,
+        poll: float = EVENT_POLL,
+    ) -> EventPage:
+        """:meth:`events`, waiting up to ``wait`` seconds (at most ``events.MAX_WAIT``) for one
+        to commit when there is none yet. Between reads it holds no connection; it reads again
+        every ``poll`` seconds, or at once when this process commits an event."""
+        seconds = events.parse_wait(wait)
+        deadline = time.monotonic() + seconds
+        while True:
+            seen = self.events_appended
+            page = self.events(after, limit=limit, types=types)
+            left = deadline - time.monotonic()
+            if page.events or left <= 0:
+                return page
+            until = time.monotonic() + min(poll, left)
+            while time.monotonic() < until and self.events_appended == seen:
+                time.sleep(EVENT_TICK)
+
+    def prune_events(self, days: int, *, batch: int = 1000) -> int:
+        """Delete events committed more than ``days`` days ago, ``batch`` transactions' events
+        per unit of work; answers how many events were deleted."""
+        cutoff = retention_cutoff(days)
+        total = 0
+        while gone := self.writer.run(PruneEvents(cutoff, batch)):
+            total += gone
+        return total
 
     # --- the directory: tournaments, users, bets (ledger.directory) ----------------------------
 

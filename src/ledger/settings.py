@@ -16,6 +16,7 @@ from typing import Any
 
 from .currencies import CurrencyTable
 from .deliveries import DEFAULT_RETENTION_DAYS
+from .events import DEFAULT_RETENTION_DAYS as DEFAULT_EVENT_RETENTION_DAYS
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -88,6 +89,8 @@ class Settings:
     # The delivery journal (ledger.deliveries). Off only to measure what it costs.
     delivery_journal: bool = True
     delivery_retention_days: int = DEFAULT_RETENTION_DAYS
+    # The event feed (ledger.events): `ledger events prune` deletes events older than this.
+    event_retention_days: int = DEFAULT_EVENT_RETENTION_DAYS
     # Open holds to chase with the platform (`ledger holds --stale`, the ledger_stale_holds
     # gauge): see stale_hold_options().
     stale_hold_grace: timedelta = DEFAULT_STALE_HOLD_GRACE
@@ -151,6 +154,8 @@ class Settings:
             raise SettingsError("LEDGER_WRITER_MAX_QUEUE and LEDGER_WRITER_MAX_WAIT: must be > 0")
         if self.delivery_retention_days < 1:
             raise SettingsError("LEDGER_DELIVERY_RETENTION_DAYS: must be at least 1")
+        if self.event_retention_days < 1:
+            raise SettingsError("LEDGER_EVENT_RETENTION_DAYS: must be at least 1")
         if self.shutdown_timeout <= 0:
             raise SettingsError("LEDGER_SHUTDOWN_TIMEOUT: must be > 0")
         if self.stale_hold_grace < timedelta(0) or self.stale_hold_days <= 0:
@@ -190,6 +195,7 @@ class Settings:
             ("LEDGER_WRITER_MAX_WAIT", "writer_max_wait", float),
             ("LEDGER_SHUTDOWN_TIMEOUT", "shutdown_timeout", float),
             ("LEDGER_DELIVERY_RETENTION_DAYS", "delivery_retention_days", int),
+            ("LEDGER_EVENT_RETENTION_DAYS", "event_retention_days", int),
         ):
             if (raw := get(name)) is not None:
                 try:

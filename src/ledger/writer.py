@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from . import directory, domain
+from . import directory, domain, events
 from ._process import paused_gc
 from .deliveries import Delivery, DeliveryRecord, answered_uids
 from .directory import NOTHING_SEEN, Seen
@@ -64,6 +64,7 @@ __all__ = [
     "Move",
     "PlaceBets",
     "PruneDeliveries",
+    "PruneEvents",
     "RecordDelivery",
     "RefundBets",
     "SettleBets",
@@ -148,7 +149,7 @@ class PlaceBets:
             [decision] = _decide_places(uow, [piece])
             if isinstance(decision, LedgerError):
                 raise decision
-            _write_places(uow, [decision])
+            _write_places(uow, [(decision, self.delivery)])
             answers.append(decision.answer)
         placed = domain.merge_placements(answers)
         # After the decisions: a refused request records nothing (its unit is rolled back).
@@ -166,7 +167,14 @@ class PlaceBets:
         written together.
         """
         decisions = _decide_places(uow, [command.request for command in commands])
-        _write_places(uow, [d for d in decisions if not isinstance(d, LedgerError)])
+        _write_places(
+            uow,
+            [
+                (decision, command.delivery)
+                for command, decision in zip(commands, decisions, strict=True)
+                if not isinstance(decision, LedgerError)
+            ],
+        )
         outcomes = [d if isinstance(d, LedgerError) else d.answer for d in decisions]
         accepted = [
             (command, outcome)
@@ -189,9 +197,23 @@ def _decide_places(
     return domain.place_many(requests, known, balances)
 
 
-def _write_places(uow: UnitOfWork, decisions: Sequence[PlaceDecision]) -> None:
-    uow.add_bets([bet for decision in decisions for bet in decision.bets])
-    uow.post([d.transaction for d in decisions if d.transaction is not None])
+def _write_places(
+    uow: UnitOfWork, decisions: Sequence[tuple[PlaceDecision, Delivery | None]]
+) -> None:
+    uow.add_bets([bet for decision, _ in decisions for bet in decision.bets])
+    uow.post([d.transaction for d, _ in decisions if d.transaction is not None])
+    # One bulk append for the whole group: each new bet's event, with its delivery's id.
+    uow.append_events(
+        [
+            row
+            for decision, delivery in decisions
+            for row in events.placed_rows(decision.bets, _request_id(delivery))
+        ]
+    )
+
+
+def _request_id(delivery: Delivery | None) -> str | None:
+    return None if delivery is None else delivery.request_id
 
 
 def _journal(
@@ -214,10 +236,12 @@ def _record_seen(uow: UnitOfWork, seen: Seen) -> None:
         uow.record_seen(seen)
 
 
-def _write_closing(uow: UnitOfWork, decision: CloseDecision) -> None:
+def _write_closing(uow: UnitOfWork, decision: CloseDecision, delivery: Delivery | None) -> None:
     uow.close_bets(decision.bets)
     if decision.transaction is not None:
         uow.post([decision.transaction])
+    # Only the bets closed now: a re-sent refund or settle closes nothing and says nothing.
+    uow.append_events(events.closed_rows(decision.bets, _request_id(delivery)))
     for note in decision.notes:
         # What the platform said of a bet that differs from the record: worth a look, not used.
         log.warning("%s", note)
@@ -379,14 +403,14 @@ def _close(
     """Close the bets of a refund or settle: set-based when it is huge, else (or when the
     set-based close declines) chunk by chunk through the domain, in the one unit of work: a
     later chunk sees what earlier ones wrote (a bet named twice is closed once)."""
-    result = _close_set(uow, items, closing) if len(items) >= SET_BASED_FROM else None
+    result = _close_set(uow, items, closing, delivery) if len(items) >= SET_BASED_FROM else None
     if result is None:
         closed: list[int] = []
         unchanged: list[int] = []
         for part, chunk in _chunks(items):
             known = uow.get_bets([item.bet_uid for item in chunk])
             decision = closing.decide(chunk, known, f"{closing.key}:{part or 0}")
-            _write_closing(uow, decision)
+            _write_closing(uow, decision, delivery)
             closed += decision.answer.closed
             unchanged += decision.answer.unchanged
         result = ClosedBets(closed, unchanged)
@@ -396,7 +420,7 @@ def _close(
 
 
 def _close_set(
-    uow: UnitOfWork, items: Sequence[Named], closing: _Closing[Named]
+    uow: UnitOfWork, items: Sequence[Named], closing: _Closing[Named], delivery: Delivery | None
 ) -> ClosedBets | None:
     """The set-based close (:mod:`ledger.stores.closing`); None when the domain must decide.
 
@@ -406,7 +430,7 @@ def _close_set(
     rows = closing.staged(uow)
     if rows is None:
         return None
-    outcome = uow.close_staged(closing.kind, rows, closing.key, CHUNK)
+    outcome = uow.close_staged(closing.kind, rows, closing.key, CHUNK, _request_id(delivery))
     if outcome is None:
         return None
     if isinstance(outcome, int):
@@ -436,6 +460,8 @@ class Move:
 
     transaction: Transaction
     size: int = 1
+    # The X-Request-Id it came with, for its event (None: the embedded API, or none sent).
+    request_id: str | None = None
 
     def apply(self, uow: UnitOfWork) -> bool:
         reference = self.transaction.reference or ""
@@ -448,6 +474,7 @@ class Move:
         if isinstance(decided, Replay):
             return False
         uow.post([decided])
+        uow.append_events(events.movement_rows(decided, self.request_id))
         return True
 
 
@@ -472,6 +499,19 @@ class PruneDeliveries:
 
     def apply(self, uow: UnitOfWork) -> int:
         return uow.prune_deliveries(self.cutoff, self.batch)
+
+
+@dataclass(frozen=True, slots=True)
+class PruneEvents:
+    """Delete the events of up to ``batch`` transactions committed before ``cutoff``; answers
+    how many events went."""
+
+    cutoff: datetime
+    batch: int
+    size: int = 1
+
+    def apply(self, uow: UnitOfWork) -> int:
+        return uow.prune_events(self.cutoff, self.batch)
 
 
 # --- the adapters ------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ event; everything submitted meanwhile queues up and is taken as one batch when i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 from decimal import Decimal as D
 from pathlib import Path
@@ -19,7 +19,7 @@ from ledger.domain import deposit
 from ledger.stores import UnitOfWork
 from ledger.writer import GroupCommit, Move
 from support import payloads as P
-from support.books import Hold
+from support.books import batched, fail_commits
 
 
 @pytest.fixture
@@ -32,21 +32,6 @@ def book(tmp_path: Path) -> Iterator[ledger.Ledger]:
 def group_of(book: ledger.Ledger) -> GroupCommit:
     assert isinstance(book.writer, GroupCommit)
     return book.writer
-
-
-def batched(group: GroupCommit, submit: Callable[[], list[Future[Any]]]) -> list[Future[Any]]:
-    """Run ``submit`` while the writer is held, so that what it queues forms one batch."""
-    hold = Hold()
-    blocker = group.submit(hold)
-    assert hold.started.wait(10)
-    batches = group.batches
-    futures = submit()
-    hold.release.set()
-    blocker.result(10)
-    for future in futures:
-        future.exception(10)  # wait for each, whatever its outcome
-    assert group.batches == batches + 2, "the held command's batch, then exactly one more"
-    return futures
 
 
 class Explode:
@@ -110,23 +95,6 @@ def test_place_bets_queued_together_are_decided_one_by_one(book: ledger.Ledger) 
     assert book.bet(2) is None
     assert book.bet(3) is None
     assert book.check().ok
-
-
-def fail_commits(book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
-    """From now on (until ``monkeypatch.undo()``), every commit of the store fails."""
-    store = book.store
-    real = store.unit_of_work
-
-    def failing_unit_of_work(*, write: bool = True) -> Any:
-        uow = real(write=write)
-
-        def commit() -> None:
-            raise ledger.StoreUnavailable("disk gone")
-
-        uow.commit = commit  # type: ignore[method-assign]
-        return uow
-
-    monkeypatch.setattr(store, "unit_of_work", failing_unit_of_work)
 
 
 def test_a_failed_commit_fails_every_request_of_the_batch(

@@ -28,6 +28,7 @@ RANK = {
     "ledger.domain": 4,
     "ledger.directory": 4,
     "ledger.deliveries": 4,
+    "ledger.events": 4,
     "ledger.money": 5,
     "ledger.errors": 5,
     "ledger._process": 5,

@@ -5,7 +5,7 @@
 is the specification: random books and random requests (valid, replays, bets named twice,
 unknown bets, other users or tournaments, payouts in other or unknown currencies, amounts too
 fine or too wide, echoed secrets) go through both, on the same book, and must give the same
-answer or error, bet states, postings, running balances, balances and notes.
+answer or error, bet states, postings, running balances, balances, events and notes.
 
 Both paths run in one unit of work, each inside a savepoint that is rolled back afterwards:
 the same book for both, and no database to create per example.
@@ -162,6 +162,9 @@ def _state(uow: SqlUnitOfWork) -> dict[str, Any]:
         "transactions": "SELECT idempotency_key, kind, user_uid, reference FROM transactions "
         "ORDER BY id",
         "links": "SELECT d.bet_uids, d.bet_count, d.status FROM deliveries d ORDER BY d.id",
+        # The event feed's rows (ledger.events), in the order they were appended.
+        "events": "SELECT ordinal, type, user_uid, pool_uid, bet_uid, currency, amount, rake, "
+        "payout, payout_currency, reference, request_id FROM events ORDER BY grp, ordinal",
     }
     # Amounts as Python integers: SQLite's text beyond 64 bits, Postgres' Decimal.
     return {

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from decimal import Decimal
 from typing import Any
 
@@ -94,3 +95,36 @@ class Hold:
     def apply(self, uow: Any) -> None:
         self.started.set()
         self.release.wait(10)
+
+
+def batched(group: Any, submit: Callable[[], list[Future[Any]]]) -> list[Future[Any]]:
+    """Run ``submit`` while a group commit's writer is held, so that what it queues forms one
+    batch; answers its futures once each is done."""
+    hold = Hold()
+    blocker = group.submit(hold)
+    assert hold.started.wait(10)
+    batches = group.batches
+    futures = submit()
+    hold.release.set()
+    blocker.result(10)
+    for future in futures:
+        future.exception(10)  # wait for each, whatever its outcome
+    assert group.batches == batches + 2, "the held command's batch, then exactly one more"
+    return futures
+
+
+def fail_commits(book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on (until ``monkeypatch.undo()``), every commit of the store fails."""
+    store = book.store
+    real = store.unit_of_work
+
+    def failing_unit_of_work(*, write: bool = True) -> Any:
+        uow = real(write=write)
+
+        def commit() -> None:
+            raise ledger.StoreUnavailable("disk gone")
+
+        uow.commit = commit  # type: ignore[method-assign]
+        return uow
+
+    monkeypatch.setattr(store, "unit_of_work", failing_unit_of_work)

@@ -78,8 +78,10 @@ def operator_router(runtime: Runtime) -> Router:
         require_json(request.headers.get("content-type"))
         user, currency, amount, reference = _movement(await request.body())
         _note(request, user=user, currency=currency, amount=amount, reference=reference)
+        # Its event carries the caller's X-Request-Id, like a callback's.
+        request_id = request.headers.get("x-request-id")
         movement = await runtime.call(
-            lambda ledger: ledger.deposit(user, currency, amount, reference)
+            lambda ledger: ledger.deposit(user, currency, amount, reference, request_id=request_id)
         )
         return _answer(request, movement)
 
@@ -93,8 +95,10 @@ def operator_router(runtime: Runtime) -> Router:
         require_json(request.headers.get("content-type"))
         user, currency, amount, reference = _movement(await request.body())
         _note(request, user=user, currency=currency, amount=amount, reference=reference)
+        # Its event carries the caller's X-Request-Id, like a callback's.
+        request_id = request.headers.get("x-request-id")
         movement = await runtime.call(
-            lambda ledger: ledger.withdraw(user, currency, amount, reference)
+            lambda ledger: ledger.withdraw(user, currency, amount, reference, request_id=request_id)
         )
         return _answer(request, movement)
 
@@ -319,8 +323,9 @@ def operator_router(runtime: Runtime) -> Router:
         )
         return Response(views.deliveries_dict(page.items, page.next))
 
-    # Imported here: the directory's module uses this one's helpers.
+    # Imported here: the directory's and the feed's modules use this one's helpers.
     from .directory import directory_handlers
+    from .events import events_handler
 
     @get(
         "/audit",
@@ -350,6 +355,7 @@ def operator_router(runtime: Runtime) -> Router:
         check,
         _reconciliations(runtime),
         deliveries,
+        events_handler(runtime),
         *directory_handlers(runtime),
     ]
     return Router(

@@ -25,6 +25,7 @@ from ..deliveries import DeliveryFilter, DeliveryRecord
 from ..directory import Seen
 from ..domain import Bet, Transaction
 from ..errors import StoreBusy
+from ..events import EventRow
 
 __all__ = [
     "AccountBalance",
@@ -275,8 +276,10 @@ class UnitOfWork(Protocol):
         rows: Sequence[Staged],
         key: str,
         chunk: int,
+        request_id: str | None,
     ) -> int | ClosingOutcome | None:
-        """Close a huge refund or settle set-based (:mod:`ledger.stores.closing`): the position
+        """Close a huge refund or settle set-based (:mod:`ledger.stores.closing`), its events
+        (``request_id`` theirs) included: the position
         of the first item the domain refuses (nothing written), or what was written, or
         ``None`` (nothing written) when an amount or balance it would add is too wide to add
         in the database exactly, for the domain to decide."""
@@ -291,6 +294,29 @@ class UnitOfWork(Protocol):
 
     def account_balances(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """The balances of the ``(name, currency)`` accounts that exist."""
+
+    # --- the event feed (ledger.events) -----------------------------------------------------
+
+    def append_events(self, rows: Sequence[EventRow]) -> None:
+        """Append events to this transaction's (one bulk insert); they get their ids at
+        commit, in commit order. A savepoint rolled back takes its events with it."""
+
+    def event_slots(self, count: int) -> tuple[int, int]:
+        """Reserve ``count`` events of this transaction for a writer that inserts the rows
+        itself (``INSERT ... SELECT``): their ``(grp, first ordinal)``; see ledger.events."""
+
+    def events(
+        self, after: int, limit: int, types: Sequence[str] | None
+    ) -> list[tuple[int, datetime, EventRow]]:
+        """Up to ``limit`` committed events above id ``after``, in id order, as
+        ``(id, committed_at, row)``; only those of ``types`` when given."""
+
+    def last_event_id(self) -> int:
+        """The newest event id (0 before the first)."""
+
+    def prune_events(self, cutoff: datetime, batch: int) -> int:
+        """Delete the events of up to ``batch`` of the oldest transactions committed before
+        ``cutoff``; how many events went."""
 
     def bet_times(self, uid: int) -> tuple[datetime, datetime | None] | None:
         """When the bet was placed and closed (``None`` while open), or ``None`` if unknown."""
@@ -407,6 +433,9 @@ class Store(Protocol):
     # True when the database admits one writer at a time (SQLite): concurrent writes are then
     # best grouped into shared commits (see ledger.batching) rather than queued for the lock.
     single_writer: bool
+    # Events committed through this object so far (ledger.events): a metric, and a signal to
+    # readers waiting in this process.
+    events_appended: int
 
     def unit_of_work(self, *, write: bool = True) -> UnitOfWork:
         """A new unit of work; ``write=False`` for reads that must not take the write lock."""

@@ -25,7 +25,7 @@ Python integers. House legs, a few per chunk, are always added in Python.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, Literal
@@ -41,6 +41,7 @@ from ..domain import (
     user_account,
 )
 from ..errors import CapacityExceeded, InsufficientFunds
+from ..events import BET_REFUNDED, BET_SETTLED
 from .base import ClosingOutcome, Retry, Staged
 from .dialect import Dialect
 from .schema import CAPACITY, postings, transactions
@@ -206,6 +207,7 @@ def within_bounds(connection: Connection, dialect: Dialect, kind: Kind, limit: i
             ("pos", "key"),
             ("uid", "int"),
             ("user_uid", "text"),
+            ("pool_uid", "int"),
             ("currency", "text"),
             ("amount", "amount"),
             ("rake", "amount"),
@@ -218,7 +220,7 @@ def within_bounds(connection: Connection, dialect: Dialect, kind: Kind, limit: i
     _run(
         connection,
         """INSERT INTO close_rows
-           SELECT s.pos, s.uid, b.user_uid, b.currency, b.amount, b.rake, b.funding,
+           SELECT s.pos, s.uid, b.user_uid, b.pool_uid, b.currency, b.amount, b.rake, b.funding,
                   s.payout, s.payout_currency
            FROM close_stage s JOIN close_first f ON f.first = s.pos
            JOIN bets b ON b.uid = s.uid
@@ -271,10 +273,12 @@ def write(
     kind: Kind,
     key: str,
     chunk: int,
+    request_id: str | None,
+    event_slots: Callable[[int], tuple[int, int]],
 ) -> ClosingOutcome:
     """Write what the staged request does (after :func:`first_refusal` found nothing and
-    :func:`within_bounds` agreed): bet states, postings, balances; transaction ``key:<n>`` for
-    the items of chunk ``n``."""
+    :func:`within_bounds` agreed): bet states, postings, balances, one event per bet closed
+    (ordinals from ``event_slots``); transaction ``key:<n>`` for the items of chunk ``n``."""
     closed_at = dialect.timestamp(datetime.now(UTC))
     # Bets first, as the domain path does: one closed meanwhile by a concurrent request (READ
     # COMMITTED on Postgres) makes the request run again, and see it.
@@ -291,6 +295,7 @@ def write(
     closing = _run(connection, "SELECT count(*) FROM close_rows").scalar()
     if changed != closing:
         raise Retry(f"{closing - changed} bet(s) were closed by a concurrent request")
+    _append_events(connection, kind, int(closing), request_id, event_slots)
     # The user accounts, each changed once by the request's total for it, in key order like
     # every other writer's: credits added (the account created when new), debits (the held
     # money released) taken only from accounts that hold them.
@@ -396,6 +401,37 @@ def write(
     ]
     discard(connection)
     return ClosingOutcome(unchanged, noted)
+
+
+def _append_events(
+    connection: Connection,
+    kind: Kind,
+    count: int,
+    request_id: str | None,
+    event_slots: Callable[[int], tuple[int, int]],
+) -> None:
+    """A ``bet.refunded`` or ``bet.settled`` event per bet closed, in the request's order: the
+    rows :func:`ledger.events.closed_rows` makes for the domain path."""
+    if not count:
+        return
+    grp, first = event_slots(count)
+    if kind == "settle":
+        event, payout, payout_currency = BET_SETTLED, "payout", "payout_currency"
+    else:
+        event, payout, payout_currency = BET_REFUNDED, "NULL", "NULL"
+    _run(
+        connection,
+        f"""INSERT INTO events (grp, ordinal, type, user_uid, pool_uid, bet_uid, currency,
+                                amount, rake, payout, payout_currency, reference, request_id)
+            SELECT :grp, :first + row_number() OVER (ORDER BY pos) - 1, :event, user_uid,
+                   pool_uid, uid, currency, amount, rake, {payout}, {payout_currency}, NULL,
+                   :request_id
+            FROM close_rows ORDER BY pos""",  # noqa: S608 - fixed SQL, no input
+        grp=grp,
+        first=first,
+        event=event,
+        request_id=request_id,
+    )
 
 
 # The house legs of each chunk, summed per account and currency as Transaction.journal sums

@@ -41,6 +41,15 @@ class Dialect(Protocol):
         """``count`` new delivery journal ids, before their rows are written."""
         ...
 
+    def check_deferred(self, connection: Connection) -> None:
+        """Run now the checks the database would run at commit (deferred constraints), so that
+        the event feed's counter lock, taken next, is held for no more than the commit."""
+        ...
+
+    def allocate_event_group(self, connection: Connection) -> int:
+        """A new event group key, for the events of one transaction (ledger.stores.events)."""
+        ...
+
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         """Map a driver error to the ledger's error root."""
         ...

@@ -40,6 +40,10 @@ __all__ = [
     "deliveries",
     "delivery_bets",
     "delivery_ids",
+    "event_commits",
+    "event_counter",
+    "event_groups",
+    "events",
     "from_stored",
     "metadata",
     "operator_audit",
@@ -334,4 +338,60 @@ operator_audit = Table(
     # "ok", or the error key that refused it.
     Column("outcome", String(64), nullable=False),
     Index("operator_audit_action", "action", "id"),
+)
+
+
+# --- the event feed (ledger.events, migration 0007) ---------------------------------------------
+#
+# Appended in the transaction of the change they describe. An event row is keyed by its
+# transaction's group (``grp``, taken once per transaction) and its place in it (``ordinal``);
+# its public id is ``first_id + ordinal`` of the group's ``event_commits`` row, written with ids
+# from ``event_counter`` as the last statement before commit (ledger.stores.events): so ids are
+# contiguous and follow commit order, and a huge settle's rows are written once, as they come,
+# never renumbered under the counter's lock.
+
+# Postgres draws group keys from this sequence (any order will do: they only join the rows);
+# SQLite, whose writer holds the lock, from max(grp) + 1.
+event_groups = Sequence("event_groups", metadata=metadata)
+
+events = Table(
+    "events",
+    metadata,
+    Column("grp", BigInteger, primary_key=True, autoincrement=False),
+    Column("ordinal", BigInteger, primary_key=True, autoincrement=False),
+    Column("type", String(32), nullable=False),
+    Column("user_uid", String(255), nullable=False),
+    Column("pool_uid", BigInteger, nullable=True),
+    Column("bet_uid", BigInteger, nullable=True),
+    Column("currency", String(16), nullable=False),
+    Column("amount", Amount, nullable=False),
+    Column("rake", Amount, nullable=True),
+    Column("payout", Amount, nullable=True),
+    Column("payout_currency", String(16), nullable=True),
+    Column("reference", String(300), nullable=True),
+    Column("request_id", String(255), nullable=True),
+    sqlite_with_rowid=False,
+)
+
+event_commits = Table(
+    "event_commits",
+    metadata,
+    Column("grp", BigInteger, primary_key=True, autoincrement=False),
+    # The group's events are ids first_id .. last_id (ordinal 0 is first_id); readers range
+    # over last_id, whose order is first_id's.
+    Column("first_id", BigInteger, nullable=False),
+    Column("last_id", BigInteger, nullable=False, unique=True),
+    Column("committed_at", DateTime(timezone=True), nullable=False),
+    # Pruning takes the oldest groups first.
+    Index("event_commits_committed", "committed_at"),
+)
+
+# One row (id 1): the last event id given out. Updated as the last statement of a transaction
+# with events, its row lock (Postgres) orders their commits; a rolled-back transaction's update
+# is rolled back with it, so ids have no gaps.
+event_counter = Table(
+    "event_counter",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("last_id", BigInteger, nullable=False),
 )

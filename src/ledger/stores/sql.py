@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections import defaultdict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -22,8 +23,10 @@ from ..deliveries import DeliveryFilter, DeliveryRecord
 from ..directory import Seen
 from ..domain import Bet, Transaction, account_kind
 from ..errors import CapacityExceeded, InsufficientFunds
+from ..events import EventRow
 from . import audit, closing, directory, queries
 from . import deliveries as journal
+from . import events as feed
 from .base import (
     AccountBalance,
     BetRecord,
@@ -75,6 +78,13 @@ class SqlStore:
         self.url = url
         self.engine = engine
         self.dialect = dialect
+        # Events committed through this store object: the appended-events counter (metrics).
+        self.events_appended = 0
+        self._counting = threading.Lock()
+
+    def _appended(self, count: int) -> None:
+        with self._counting:
+            self.events_appended += count
 
     def unit_of_work(self, *, write: bool = True) -> SqlUnitOfWork:
         return SqlUnitOfWork(self, write=write)
@@ -109,6 +119,9 @@ class SqlUnitOfWork:
         self._dialect = store.dialect
         self._write = write
         self._connection: Connection | None = None
+        # This transaction's event group (taken at its first event) and how many it holds.
+        self._event_group: int | None = None
+        self._event_count = 0
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -140,18 +153,29 @@ class SqlUnitOfWork:
         return self._connection
 
     def commit(self) -> None:
+        count = self._event_count
         with self._store.translate_errors():
+            if count:
+                # The last statement before commit: it orders the ids (ledger.stores.events).
+                assert self._event_group is not None
+                feed.seal(self._conn, self._dialect, self._event_group, count)
             self._conn.commit()
+        self._event_group, self._event_count = None, 0
+        if count:
+            self._store._appended(count)
 
     @contextlib.contextmanager
     def savepoint(self) -> Iterator[None]:
         with self._store.translate_errors():
             nested = self._conn.begin_nested()
+        events_before = self._event_count
         try:
             yield
         except BaseException:
             with self._store.translate_errors():
                 nested.rollback()
+            # The rolled-back events' ordinals are free again: a group's stay contiguous.
+            self._event_count = events_before
             raise
         with self._store.translate_errors():
             nested.commit()
@@ -224,6 +248,7 @@ class SqlUnitOfWork:
         rows: Sequence[Staged],
         key: str,
         chunk: int,
+        request_id: str | None,
     ) -> int | ClosingOutcome | None:
         limit = closing.bound(len(rows))
         if not closing.staged_within(rows, limit):
@@ -237,7 +262,9 @@ class SqlUnitOfWork:
             if not closing.within_bounds(self._conn, self._dialect, kind, limit):
                 closing.discard(self._conn)
                 return None
-            return closing.write(self._conn, self._dialect, kind, key, chunk)
+            return closing.write(
+                self._conn, self._dialect, kind, key, chunk, request_id, self.event_slots
+            )
 
     # --- transactions ---------------------------------------------------------------------------
 
@@ -335,6 +362,37 @@ class SqlUnitOfWork:
         raise InsufficientFunds(
             f"user {user.removeprefix('user:')} has insufficient {currency} funds"
         )
+
+    # --- the event feed ---------------------------------------------------------------------------
+
+    def event_slots(self, count: int) -> tuple[int, int]:
+        if self._event_group is None:
+            with self._store.translate_errors():
+                self._event_group = self._dialect.allocate_event_group(self._conn)
+        first = self._event_count
+        self._event_count += count
+        return self._event_group, first
+
+    def append_events(self, rows: Sequence[EventRow]) -> None:
+        if not rows:
+            return
+        grp, first = self.event_slots(len(rows))
+        with self._store.translate_errors():
+            feed.append(self._conn, self._dialect, grp, first, rows)
+
+    def events(
+        self, after: int, limit: int, types: Sequence[str] | None
+    ) -> list[tuple[int, datetime, EventRow]]:
+        with self._store.translate_errors():
+            return feed.list_events(self._conn, after, limit, types)
+
+    def last_event_id(self) -> int:
+        with self._store.translate_errors():
+            return feed.last_id(self._conn)
+
+    def prune_events(self, cutoff: datetime, batch: int) -> int:
+        with self._store.translate_errors():
+            return feed.prune(self._conn, cutoff, batch)
 
     # --- the delivery journal -------------------------------------------------------------------
 

@@ -142,6 +142,15 @@ class SqliteDialect:
     def allocate_delivery_ids(self, connection: Connection, count: int) -> list[int]:
         return _next_ids(connection, "deliveries", count)
 
+    def check_deferred(self, connection: Connection) -> None:
+        # One writer at a time: the counter's row blocks nobody, whenever checks run.
+        return None
+
+    def allocate_event_group(self, connection: Connection) -> int:
+        # Safe without a sequence, like _next_ids: this is the only writer until commit.
+        last = connection.exec_driver_sql("SELECT max(grp) FROM event_commits").scalar()
+        return int(last or 0) + 1
+
     def timestamp(self, moment: datetime) -> Any:
         # The text form SQLAlchemy's SQLite DateTime type reads back (UTC, no zone suffix).
         return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
