@@ -57,6 +57,13 @@ def auth_header() -> str:
     return f"Bearer {CLIENT} {jwt.encode(claims, SECRET, algorithm='HS256')}"
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU of a process (all its threads) so far: steady under a shared
+    machine's load, where wall-clock seconds are not."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mib(pid: int) -> float:
     status = Path(f"/proc/{pid}/status").read_text()
     match = re.search(r"VmHWM:\s+(\d+) kB", status)
@@ -309,11 +316,12 @@ def bench_settle(db: str, participants: int) -> dict[str, Any]:
             "Content-Type": "application/json",
             "X-Callback-Event": "winners:tournament",
         }
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), cpu_seconds(process.pid)
         response = httpx.post(
             f"http://127.0.0.1:{port}/winners", content=body, headers=headers, timeout=600
         )
         seconds = time.perf_counter() - started
+        cpu = cpu_seconds(process.pid) - cpu
         rss = peak_rss_mib(process.pid)
         response.raise_for_status()
         answer = response.json()
@@ -323,6 +331,7 @@ def bench_settle(db: str, participants: int) -> dict[str, Any]:
         "participants": participants,
         "body_mb": len(body) / 1e6,
         "seconds": seconds,
+        "server_cpu_seconds": cpu,
         "server_peak_rss_mib": rss,
     }
 

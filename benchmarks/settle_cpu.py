@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/settle_cpu.py --participants 100000 --store sqlite
     .venv/bin/python benchmarks/settle_cpu.py --participants 100000 --store postgres --refund
+    .venv/bin/python benchmarks/settle_cpu.py --participants 1000 --set-based-from 0
 
 Process CPU time (this process: parsing, deciding, the driver) and, on Postgres, the server's
 own CPU for the request (``pg_stat_statements`` is not needed: the backend's ``/proc`` times),
@@ -100,7 +101,16 @@ def main() -> None:
     parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--refund", action="store_true", help="a Refund Tournament instead")
     parser.add_argument("--profile", type=Path, help="write a cProfile of the request here")
+    parser.add_argument(
+        "--set-based-from",
+        type=int,
+        help="close set-based from this many items (0: always; a huge number: never)",
+    )
     args = parser.parse_args()
+    if args.set_based_from is not None:
+        from ledger import writer
+
+        writer.SET_BASED_FROM = args.set_based_from
     with (
         tempfile.TemporaryDirectory(prefix="ledger-settle-") as tmp,
         store_url(args.store, Path(tmp), "settle") as url,

@@ -81,7 +81,10 @@ C = TypeVar("C")
 CHUNK = 50_000
 
 # Items from which a refund or settle is closed set-based, in the database (see _close_set):
-# below it the domain's per-bet Python costs less than the staging's fixed statements.
+# below it the domain's per-bet Python costs less than the staging's fixed statements. Measured
+# (benchmarks/settle_cpu.py --set-based-from 0 vs never, process CPU): SQLite even at 300 items,
+# ahead from 1,000 (0.066 vs 0.076 s); Postgres, client and server CPU, behind at 300 (0.107 vs
+# 0.081 s), well ahead at 3,000 (0.32 vs 0.47 s).
 SET_BASED_FROM = 1_000
 
 
