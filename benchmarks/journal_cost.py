@@ -33,21 +33,15 @@ PLACE = "create:fantasy_team"
 WINDOW = 1000  # Place Bets in flight at once in an embedded round
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds of a process, every thread, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def one_round(url: str, journal: str, seconds: int, cpu_rates: list[float]) -> float:
     os.environ["LEDGER_DELIVERY_JOURNAL"] = journal  # inherited by the server process
     port = run.free_port()
     with run.ledger_server(url, port) as server:
         run.fund(port, [f"u{n}" for n in range(run.USERS)])
         run.wrk(port, "/bets", run.USERS, 2)  # warm-up
-        before = cpu_seconds(server.pid)
+        before = run.tree_cpu_seconds(server.pid)[0]
         result = run.wrk(port, "/bets", run.USERS, seconds)
-        used = cpu_seconds(server.pid) - before
+        used = run.tree_cpu_seconds(server.pid)[0] - before
     if result["non_2xx"] or result["socket_errors"]:
         raise RuntimeError(f"journal {journal}: {result}")
     # The server's CPU per request: what the journal adds, far steadier than req/s when other

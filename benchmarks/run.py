@@ -375,11 +375,12 @@ def bench_settle(db: str, participants: int) -> dict[str, Any]:
             "Content-Type": "application/json",
             "X-Callback-Event": "winners:tournament",
         }
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), tree_cpu_seconds(process.pid)[0]
         response = httpx.post(
             f"http://127.0.0.1:{port}/winners", content=body, headers=headers, timeout=600
         )
         seconds = time.perf_counter() - started
+        cpu = tree_cpu_seconds(process.pid)[0] - cpu
         rss = peak_rss_mib(process.pid)
         response.raise_for_status()
         answer = response.json()
@@ -389,6 +390,7 @@ def bench_settle(db: str, participants: int) -> dict[str, Any]:
         "participants": participants,
         "body_mb": len(body) / 1e6,
         "seconds": seconds,
+        "server_cpu_seconds": cpu,
         "server_peak_rss_mib": rss,
     }
 

@@ -57,6 +57,7 @@ __all__ = [
     "account_kind",
     "debited_accounts",
     "deposit",
+    "echo_notes",
     "held_account",
     "is_house",
     "merge_placements",
@@ -66,6 +67,7 @@ __all__ = [
     "place_many",
     "refund",
     "refund_many",
+    "refund_notes",
     "residual",
     "settle",
     "settle_many",
@@ -682,7 +684,7 @@ def refund_many(
     def decide(item: RefundItem, bet: Bet | None) -> Closing | Replay:
         closing = refund(item, bet)
         if bet is not None and not isinstance(closing, Replay):
-            notes.extend(_refund_notes(item, bet, scale))
+            notes.extend(refund_notes(item, bet, scale))
         return closing
 
     notes: list[str] = []
@@ -700,7 +702,7 @@ def settle_many(
     def decide(claim: SettleClaim, bet: Bet | None) -> Closing | Replay:
         closing = settle(_settle_item(claim, bet, scale), bet)
         if bet is not None and not isinstance(closing, Replay):
-            notes.extend(_echo_notes(claim.secrets, bet))
+            notes.extend(echo_notes(claim.secrets, bet))
         return closing
 
     notes: list[str] = []
@@ -743,8 +745,9 @@ def _close_many(
     return CloseDecision(bets, transaction, ClosedBets(closed, unchanged), notes)
 
 
-def _refund_notes(item: RefundItem, bet: Bet, scale: Callable[[str], int]) -> list[str]:
-    notes = _echo_notes(item.secrets, bet)
+def refund_notes(item: RefundItem, bet: Bet, scale: Callable[[str], int]) -> list[str]:
+    """What a refund says of its bet that differs from the record: logged, never used."""
+    notes = echo_notes(item.secrets, bet)
     for name, sent, recorded in (
         ("amount", item.amount, bet.amount),
         ("rake", item.rake, bet.rake),
@@ -763,7 +766,8 @@ def _refund_notes(item: RefundItem, bet: Bet, scale: Callable[[str], int]) -> li
     return notes
 
 
-def _echo_notes(echoed: Mapping[str, Any] | None, bet: Bet) -> list[str]:
+def echo_notes(echoed: Mapping[str, Any] | None, bet: Bet) -> list[str]:
+    """A note when the secrets a callback echoes differ from those returned at placement."""
     # The platform echoes the secrets Place Bet returned. An absent or empty echo is no claim
     # (the platform's own validator always sends {}); a different non-empty one is worth a look.
     if echoed and dict(echoed) != dict(bet.secrets):

@@ -43,7 +43,8 @@ def house(book: ledger.Ledger, account: str, currency: str = "EUR") -> int:
 
 
 class FailingPost:
-    """A unit of work whose ``post`` fails after ``add_bets``/``close_bets`` already wrote."""
+    """A unit of work whose ``post`` fails after ``add_bets``/``close_bets`` already wrote, and
+    whose set-based close (a huge refund or settle) fails after it wrote everything."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
@@ -56,6 +57,10 @@ class FailingPost:
         self._inner.__exit__(*exc)
 
     def post(self, transactions: Any) -> None:
+        raise RuntimeError("injected failure")
+
+    def close_staged(self, *args: Any) -> Any:
+        self._inner.close_staged(*args)
         raise RuntimeError("injected failure")
 
     def __getattr__(self, name: str) -> Any:

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Literal, NamedTuple, Protocol, Self
 
 from ..deliveries import DeliveryFilter, DeliveryRecord
 from ..directory import Seen
@@ -32,12 +32,14 @@ __all__ = [
     "BetRecord",
     "CheckReport",
     "DeliveryCount",
+    "ClosingOutcome",
     "HoldRow",
     "HourTotals",
     "HouseTotals",
     "PoolTotals",
     "PostingRecord",
     "Retry",
+    "Staged",
     "StaleRule",
     "StatementRow",
     "Store",
@@ -51,6 +53,35 @@ class Retry(StoreBusy):
     """A concurrent writer got there first; running the unit of work again will see its result."""
 
     key = "store.retry"
+
+
+class Staged(NamedTuple):
+    """One item of a huge refund or settle, staged for the set-based close
+    (:mod:`ledger.stores.closing`): its position in the request, the bet it names, the user and
+    tournament it says the bet belongs to; a settle's payout in minor units of
+    ``payout_currency``; a refund's claimed amount and rake (minor units of the bet's currency,
+    ``None``: not sent); ``bad`` 1 when converting its payout failed (refused whatever the bet),
+    2 when that counts only for a known bet (a payout in the bet's own currency); ``note`` 1
+    when the domain may have something to note of it (an echo of secrets, an unreadable claim).
+    """
+
+    pos: int
+    uid: int
+    user_uid: str
+    pool_uid: int
+    payout: int | None
+    payout_currency: str | None
+    claimed_amount: int | None
+    claimed_rake: int | None
+    bad: int
+    note: int
+
+
+class ClosingOutcome(NamedTuple):
+    """What a set-based close wrote: positions answered "unchanged" and those to note."""
+
+    unchanged: list[int]
+    noted: list[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +290,23 @@ class UnitOfWork(Protocol):
 
     def get_transaction(self, key: str) -> Transaction | None:
         """The transaction with this idempotency key, with its postings."""
+
+    def bet_currencies(self, uids: Sequence[int]) -> set[str]:
+        """The currencies of the recorded bets among ``uids``."""
+
+    def close_staged(
+        self,
+        kind: Literal["refund", "settle"],
+        rows: Sequence[Staged],
+        key: str,
+        chunk: int,
+        request_id: str | None,
+    ) -> int | ClosingOutcome | None:
+        """Close a huge refund or settle set-based (:mod:`ledger.stores.closing`), its events
+        (``request_id`` theirs) included: the position
+        of the first item the domain refuses (nothing written), or what was written, or
+        ``None`` (nothing written) when an amount or balance it would add is too wide to add
+        in the database exactly, for the domain to decide."""
 
     def post(self, transactions: Sequence[Transaction]) -> None:
         """Append balanced transactions and apply them to account balances.

@@ -112,6 +112,33 @@ class Dialect(Protocol):
         """The bet rows among ``uids``, columns as :data:`ledger.stores.queries.BET_SELECT`."""
         ...
 
+    def temp_table(
+        self, connection: Connection, name: str, columns: Sequence[tuple[str, str]]
+    ) -> None:
+        """Create the temporary table ``name``, dropped at the end of the transaction at the
+        latest; each column ``(name, kind)``, kind ``key`` (the integer primary key), ``int``,
+        ``text`` or ``amount`` (an exact integer of any size the store holds)."""
+        ...
+
+    def stage(
+        self,
+        connection: Connection,
+        name: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[tuple[Any, ...]],
+    ) -> None:
+        """Create the temporary table ``name`` (as :meth:`temp_table`) and load ``rows`` into
+        it in bulk (``executemany``, ``COPY``)."""
+        ...
+
+    def analyze(self, connection: Connection, names: Sequence[str]) -> None:
+        """Give the planner the sizes of freshly loaded temporary tables, where it needs them."""
+        ...
+
+    def bet_currencies(self, connection: Connection, uids: Sequence[int]) -> set[str]:
+        """The currencies of the recorded bets among ``uids``."""
+        ...
+
     def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
         """``SUM(expression)`` computed exactly however large the total (never overflowing,
         never through floating point); NULL over no rows, like SQL's ``SUM``."""

@@ -356,6 +356,46 @@ class PostgresDialect:
     def minute(self, timestamp: str) -> str:
         return f"date_trunc('minute', {timestamp})"
 
+    def temp_table(
+        self, connection: Connection, name: str, columns: Sequence[tuple[str, str]]
+    ) -> None:
+        types = {"key": "bigint PRIMARY KEY", "int": "bigint", "text": "text", "amount": "numeric"}
+        body = ", ".join(f"{column} {types[kind]}" for column, kind in columns)
+        connection.exec_driver_sql(f"CREATE TEMP TABLE {name} ({body}) ON COMMIT DROP")
+
+    def stage(
+        self,
+        connection: Connection,
+        name: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[tuple[Any, ...]],
+    ) -> None:
+        self.temp_table(connection, name, columns)
+        # COPY through the driver's own connection: the rows stream in one round trip, without
+        # a statement per chunk or Python-side arrays.
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        names = ", ".join(column for column, _ in columns)
+        with driver.cursor() as cursor, cursor.copy(f"COPY {name} ({names}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+    def analyze(self, connection: Connection, names: Sequence[str]) -> None:
+        # Temporary tables have no statistics until analysed: the planner would take a million
+        # staged rows for a few hundred and join them with nested loops.
+        for name in names:
+            connection.exec_driver_sql(f"ANALYZE {name}")
+
+    def bet_currencies(self, connection: Connection, uids: Sequence[int]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(uids), BULK_ROWS):
+            chunk = list(uids[start : start + BULK_ROWS])
+            result = connection.exec_driver_sql(
+                "SELECT DISTINCT currency FROM bets WHERE uid = ANY(%s::bigint[])", (chunk,)
+            )
+            found.update(row[0] for row in result)
+        return found
+
     def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
         return func.sum(expression)
 

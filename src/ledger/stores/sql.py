@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from sqlalchemy import Connection, Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -24,7 +24,7 @@ from ..directory import Seen
 from ..domain import Bet, Transaction, account_kind
 from ..errors import CapacityExceeded, InsufficientFunds
 from ..events import EventRow
-from . import audit, directory, queries
+from . import audit, closing, directory, queries
 from . import deliveries as journal
 from . import events as feed
 from .base import (
@@ -32,12 +32,14 @@ from .base import (
     BetRecord,
     CheckReport,
     DeliveryCount,
+    ClosingOutcome,
     HoldRow,
     HourTotals,
     HouseTotals,
     PoolTotals,
     PostingRecord,
     Retry,
+    Staged,
     StaleRule,
     StatementRow,
     TournamentRecord,
@@ -237,6 +239,34 @@ class SqlUnitOfWork:
             # Another writer closed one of these bets after we read it (Postgres, READ
             # COMMITTED): run the request again so that it sees that bet's new state.
             raise Retry(f"{len(rows) - changed} bet(s) were closed by a concurrent request")
+
+    def bet_currencies(self, uids: Sequence[int]) -> set[str]:
+        with self._store.translate_errors():
+            return closing.bet_currencies(self._conn, self._dialect, uids)
+
+    def close_staged(
+        self,
+        kind: Literal["refund", "settle"],
+        rows: Sequence[Staged],
+        key: str,
+        chunk: int,
+        request_id: str | None,
+    ) -> int | ClosingOutcome | None:
+        limit = closing.bound(len(rows))
+        if not closing.staged_within(rows, limit):
+            return None
+        with self._store.translate_errors():
+            closing.stage(self._conn, self._dialect, rows)
+            refused = closing.first_refusal(self._conn, kind)
+            if refused is not None:
+                closing.discard(self._conn)
+                return refused
+            if not closing.within_bounds(self._conn, self._dialect, kind, limit):
+                closing.discard(self._conn)
+                return None
+            return closing.write(
+                self._conn, self._dialect, kind, key, chunk, request_id, self.event_slots
+            )
 
     # --- transactions ---------------------------------------------------------------------------
 

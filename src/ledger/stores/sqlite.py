@@ -243,6 +243,38 @@ class SqliteDialect:
             chunk = json.dumps(list(uids[start : start + 100_000]))
             yield from connection.exec_driver_sql(sql, (chunk,)).fetchall()
 
+    def temp_table(
+        self, connection: Connection, name: str, columns: Sequence[tuple[str, str]]
+    ) -> None:
+        # No declared type for amounts (BLOB affinity): wide text and integers stay as they are.
+        types = {"key": "INTEGER PRIMARY KEY", "int": "INTEGER", "text": "TEXT", "amount": ""}
+        body = ", ".join(f"{column} {types[kind]}" for column, kind in columns)
+        connection.exec_driver_sql(f"CREATE TEMP TABLE {name} ({body})")
+
+    def stage(
+        self,
+        connection: Connection,
+        name: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[tuple[Any, ...]],
+    ) -> None:
+        self.temp_table(connection, name, columns)
+        marks = ", ".join("?" for _ in columns)
+        sql = f"INSERT INTO {name} VALUES ({marks})"  # noqa: S608 - our own table name
+        connection.exec_driver_sql(sql, list(rows))
+
+    def analyze(self, connection: Connection, names: Sequence[str]) -> None:
+        # SQLite's planner does well with the primary keys alone.
+        return None
+
+    def bet_currencies(self, connection: Connection, uids: Sequence[int]) -> set[str]:
+        sql = "SELECT DISTINCT currency FROM bets WHERE uid IN (SELECT value FROM json_each(?))"
+        found: set[str] = set()
+        for start in range(0, len(uids), 100_000):
+            chunk = json.dumps(list(uids[start : start + 100_000]))
+            found.update(row[0] for row in connection.exec_driver_sql(sql, (chunk,)))
+        return found
+
     def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
         return func.ledger_sum(expression, type_=Amount())
 

@@ -1,0 +1,505 @@
+"""Huge refunds and settles, set-based: staged once, validated and written by a few statements.
+
+The domain (``refund_many``/``settle_many``) decides a request bet by bet in Python, at 40 to 70
+µs a bet. Above a threshold (:data:`ledger.writer.SET_BASED_FROM`) the writer stages the
+request's items into a temporary table instead (one ``executemany`` on SQLite, ``COPY`` on
+Postgres) and this module finds the first item the domain would refuse, and else writes what
+the domain would have written, with ``INSERT ... SELECT`` and ``UPDATE ... FROM``:
+
+- the bet states (each bet closed by its first mention; a later one is the replay or conflict
+  it would be in the domain);
+- the postings, per chunk of :data:`ledger.writer.CHUNK` items a transaction of its own with the
+  same key, the same per-bet user legs in item order and the same summed house legs after them;
+- the balances and every posting's running balance.
+
+The domain stays the specification: the writer asks it for the error of the first refused item
+(so every error is the domain's own), and a property test runs random requests through both
+paths (``tests/stores/test_set_based.py``).
+
+Money stays exact on SQLite, whose ``+`` turns a sum past 64 bits into an inexact REAL: every
+amount and balance the statements add is checked first to lie within a bound that no sum of the
+request can pass (:func:`within_bounds`); a request beyond it is decided by the domain, in
+Python integers. House legs, a few per chunk, are always added in Python.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from operator import itemgetter
+from typing import Any, Literal
+
+from sqlalchemy import Connection, text
+
+from ..domain import (
+    HELD_SUFFIX,
+    HOUSE_ENTRIES,
+    HOUSE_PRIZES,
+    HOUSE_RAKE,
+    HOUSE_TICKETS,
+    user_account,
+)
+from ..errors import CapacityExceeded, InsufficientFunds
+from ..events import BET_REFUNDED, BET_SETTLED
+from .base import ClosingOutcome, Retry, Staged
+from .dialect import Dialect
+from .schema import CAPACITY, postings, transactions
+
+__all__ = [
+    "STAGE_COLUMNS",
+    "bet_currencies",
+    "bound",
+    "discard",
+    "first_refusal",
+    "stage",
+    "staged_within",
+    "within_bounds",
+    "write",
+]
+
+Kind = Literal["refund", "settle"]
+
+# One staged item: its position in the request, the bet it names, the user and tournament it
+# says the bet belongs to; for a settle the payout in minor units of ``payout_currency``; for a
+# refund the amount and rake it claims (minor units of the bet's currency, NULL: not sent);
+# ``bad``: 1 when converting its payout failed (refused whatever the bet), 2 when that failure
+# counts only for a known bet (a payout in the bet's own currency); ``note``: 1 when the domain
+# may have something to note about it (an echo of secrets, a claimed amount it could not read).
+STAGE_COLUMNS = (
+    ("pos", "key"),
+    ("uid", "int"),
+    ("user_uid", "text"),
+    ("pool_uid", "int"),
+    ("payout", "amount"),
+    ("payout_currency", "text"),
+    ("claimed_amount", "amount"),
+    ("claimed_rake", "amount"),
+    ("bad", "int"),
+    ("note", "int"),
+)
+
+
+TEMP_TABLES = (
+    "close_stage",
+    "close_first",
+    "close_rows",
+    "close_legs",
+    "close_deltas",
+    "close_postings",
+)
+
+
+def _literal(value: str) -> str:
+    # A SQL string literal inside text(), where a colon would start a bind parameter.
+    return "'" + value.replace("'", "''").replace(":", "\\:") + "'"
+
+
+USER = _literal(user_account(""))  # the prefix of a user's available account
+HELD = _literal(HELD_SUFFIX)
+
+
+def bound(items: int) -> int:
+    """The largest magnitude of any amount or balance a set-based close of ``items`` adds in
+    SQL: no running sum of the request (a user's legs, two per item at most, on a balance) can
+    then leave a signed 64-bit integer."""
+    return (2**62) // (4 * (items + 1))
+
+
+def staged_within(rows: Sequence[Staged], limit: int) -> bool:
+    """True when every amount the request itself names lies within ``limit``."""
+    for column in (4, 6, 7):  # payout, claimed_amount, claimed_rake
+        if max(map(abs, filter(None, map(itemgetter(column), rows))), default=0) > limit:
+            return False
+    return True
+
+
+def bet_currencies(connection: Connection, dialect: Dialect, uids: Sequence[int]) -> set[str]:
+    """The currencies of the recorded bets among ``uids``."""
+    return dialect.bet_currencies(connection, uids)
+
+
+def stage(connection: Connection, dialect: Dialect, rows: Sequence[Staged]) -> None:
+    """Load the request's items into ``close_stage``, and index who names which bet first."""
+    discard(connection)
+    dialect.stage(connection, "close_stage", STAGE_COLUMNS, rows)
+    dialect.temp_table(connection, "close_first", (("uid", "key"), ("first", "int")))
+    _run(connection, "INSERT INTO close_first SELECT uid, min(pos) FROM close_stage GROUP BY uid")
+    dialect.analyze(connection, ("close_stage", "close_first"))
+
+
+def discard(connection: Connection) -> None:
+    """Drop the temporary tables (before a fall-back to the domain, and after a close)."""
+    for name in TEMP_TABLES:
+        _run(connection, f"DROP TABLE IF EXISTS {name}")
+
+
+def _run(connection: Connection, sql: str, **params: Any) -> Any:
+    return connection.execute(text(sql), params)
+
+
+# Whether a settled bet (payout p, currency c) has the payout an item (q, d) claims; as the
+# domain's _same_payout: both zero, or equal in amount and currency. NULLs count as different.
+def _same(p: str, c: str, q: str, d: str) -> str:
+    return f"((COALESCE({p}, 0) = 0 AND {q} = 0) OR COALESCE({p} = {q} AND {c} = {d}, FALSE))"
+
+
+_OTHER_OWNER = "(b.user_uid <> s.user_uid OR b.pool_uid <> s.pool_uid)"
+
+# The items the domain refuses, each assuming every item before it was accepted (the domain
+# stops at the first refusal, so later ones never matter): see domain.refund and domain.settle.
+_REFUSED = {
+    "refund": f"""
+        b.uid IS NULL
+        OR (s.pos = f.first AND (b.state = 'settled' OR (b.state = 'placed' AND {_OTHER_OWNER})))
+    """,
+    "settle": f"""
+        s.bad = 1 OR (s.bad = 2 AND b.uid IS NOT NULL) OR b.uid IS NULL
+        OR (s.pos = f.first AND b.state = 'refunded')
+        OR (b.state = 'settled'
+            AND NOT {_same("b.payout", "b.payout_currency", "s.payout", "s.payout_currency")})
+        OR (b.state = 'placed' AND s.pos = f.first AND {_OTHER_OWNER})
+        OR (b.state = 'placed' AND s.pos <> f.first
+            AND NOT {_same("o.payout", "o.payout_currency", "s.payout", "s.payout_currency")})
+    """,
+}
+
+
+def first_refusal(connection: Connection, kind: Kind) -> int | None:
+    """The position of the first item the domain would refuse, or ``None``."""
+    sql = f"""
+        SELECT min(s.pos) FROM close_stage s
+        JOIN close_first f ON f.uid = s.uid
+        JOIN close_stage o ON o.pos = f.first
+        LEFT JOIN bets b ON b.uid = s.uid
+        WHERE {_REFUSED[kind]}
+    """  # noqa: S608 - fixed SQL, no input
+    found = _run(connection, sql).scalar()
+    return None if found is None else int(found)
+
+
+# The legs of each closed bet, in the domain's order (leg 0, then leg 1): see domain.refund
+# (transfer from held back to where the hold came from) and domain.settle (release the hold,
+# then the payout). House legs are summed per chunk in Python (house_legs below).
+_LEGS = {
+    "refund": [
+        ("0", "held", f"{USER} || user_uid || {HELD}", "currency",
+         "-(amount + rake)", "funding <> 'free' AND amount + rake <> 0"),
+        ("1", "available", f"{USER} || user_uid", "currency",
+         "amount + rake", "funding = 'cash' AND amount + rake <> 0"),
+    ],
+    "settle": [
+        ("0", "held", f"{USER} || user_uid || {HELD}", "currency",
+         "-(amount + rake)", "funding <> 'free' AND amount + rake <> 0"),
+        ("1", "available", f"{USER} || user_uid", "payout_currency",
+         "payout", "payout <> 0"),
+    ],
+}  # fmt: skip
+
+
+def within_bounds(connection: Connection, dialect: Dialect, kind: Kind, limit: int) -> bool:
+    """Collect the bets this request closes and their legs; True when every amount they add
+    and every balance they touch lies within ``limit`` (see :func:`bound`)."""
+    dialect.temp_table(
+        connection,
+        "close_rows",
+        (
+            ("pos", "key"),
+            ("uid", "int"),
+            ("user_uid", "text"),
+            ("pool_uid", "int"),
+            ("currency", "text"),
+            ("amount", "amount"),
+            ("rake", "amount"),
+            ("funding", "text"),
+            ("payout", "amount"),
+            ("payout_currency", "text"),
+        ),
+    )
+    # A bet is closed by its first mention, if it is still placed.
+    _run(
+        connection,
+        """INSERT INTO close_rows
+           SELECT s.pos, s.uid, b.user_uid, b.pool_uid, b.currency, b.amount, b.rake, b.funding,
+                  s.payout, s.payout_currency
+           FROM close_stage s JOIN close_first f ON f.first = s.pos
+           JOIN bets b ON b.uid = s.uid
+           WHERE b.state = 'placed'
+           ORDER BY s.pos""",
+    )
+    outside = _run(
+        connection,
+        """SELECT count(*) FROM close_rows
+           WHERE NOT (amount BETWEEN 0 AND :limit AND rake BETWEEN 0 AND :limit
+                      AND COALESCE(payout, 0) BETWEEN -:limit AND :limit)""",
+        limit=limit,
+    ).scalar()
+    if outside:
+        return False
+    dialect.temp_table(
+        connection,
+        "close_legs",
+        (
+            ("pos", "int"),
+            ("leg", "int"),
+            ("kind", "text"),
+            ("account", "text"),
+            ("currency", "text"),
+            ("amount", "amount"),
+            ("bet_uid", "int"),
+        ),
+    )
+    for leg, account_kind, account, currency, amount, when in _LEGS[kind]:
+        _run(
+            connection,
+            f"""INSERT INTO close_legs
+                SELECT pos, {leg}, '{account_kind}', {account}, {currency}, {amount}, uid
+                FROM close_rows WHERE {when}""",  # noqa: S608 - fixed SQL, no input
+        )
+    outside = _run(
+        connection,
+        """SELECT count(*) FROM accounts a
+           JOIN (SELECT DISTINCT account, currency FROM close_legs) l
+             ON a.name = l.account AND a.currency = l.currency
+           WHERE NOT (a.balance BETWEEN -:limit AND :limit)""",
+        limit=limit,
+    ).scalar()
+    return not outside
+
+
+def write(
+    connection: Connection,
+    dialect: Dialect,
+    kind: Kind,
+    key: str,
+    chunk: int,
+    request_id: str | None,
+    event_slots: Callable[[int], tuple[int, int]],
+) -> ClosingOutcome:
+    """Write what the staged request does (after :func:`first_refusal` found nothing and
+    :func:`within_bounds` agreed): bet states, postings, balances, one event per bet closed
+    (ordinals from ``event_slots``); transaction ``key:<n>`` for the items of chunk ``n``."""
+    closed_at = dialect.timestamp(datetime.now(UTC))
+    # Bets first, as the domain path does: one closed meanwhile by a concurrent request (READ
+    # COMMITTED on Postgres) makes the request run again, and see it.
+    payout = "c.payout" if kind == "settle" else "NULL"
+    payout_currency = "c.payout_currency" if kind == "settle" else "NULL"
+    changed = _run(
+        connection,
+        f"""UPDATE bets SET state = :state, payout = {payout},
+                payout_currency = {payout_currency}, closed_at = :closed_at
+            FROM close_rows c WHERE bets.uid = c.uid AND bets.state = 'placed'""",  # noqa: S608
+        state="refunded" if kind == "refund" else "settled",
+        closed_at=closed_at,
+    ).rowcount
+    closing = _run(connection, "SELECT count(*) FROM close_rows").scalar()
+    if changed != closing:
+        raise Retry(f"{closing - changed} bet(s) were closed by a concurrent request")
+    _append_events(connection, kind, int(closing), request_id, event_slots)
+    # The user accounts, each changed once by the request's total for it, in key order like
+    # every other writer's: credits added (the account created when new), debits (the held
+    # money released) taken only from accounts that hold them.
+    dialect.temp_table(
+        connection,
+        "close_deltas",
+        (("account", "text"), ("currency", "text"), ("kind", "text"), ("delta", "amount")),
+    )
+    _run(
+        connection,
+        """INSERT INTO close_deltas
+           SELECT account, currency, min(kind), sum(amount) FROM close_legs
+           GROUP BY account, currency HAVING sum(amount) <> 0 ORDER BY account, currency""",
+    )
+    _run(
+        connection,
+        """INSERT INTO accounts (name, currency, kind, balance)
+           SELECT account, currency, kind, delta FROM close_deltas WHERE delta > 0
+           ORDER BY account, currency
+           ON CONFLICT (name, currency)
+           DO UPDATE SET balance = accounts.balance + excluded.balance""",
+    )
+    debited = _run(
+        connection,
+        """UPDATE accounts SET balance = accounts.balance + d.delta
+           FROM close_deltas d
+           WHERE d.delta < 0 AND accounts.name = d.account AND accounts.currency = d.currency""",
+    ).rowcount
+    debits = _run(connection, "SELECT count(*) FROM close_deltas WHERE delta < 0").scalar()
+    if debited != debits:
+        # A held account that is missing: never, while holds are what placed them.
+        raise InsufficientFunds("a user balance would go below zero")
+    # Each leg's running balance counts up, leg by leg in the request's order, to the balance
+    # the update left (read under the lock the update holds).
+    dialect.temp_table(
+        connection,
+        "close_postings",
+        (
+            ("pos", "int"),
+            ("leg", "int"),
+            ("account", "text"),
+            ("currency", "text"),
+            ("amount", "amount"),
+            ("bet_uid", "int"),
+            ("balance_after", "amount"),
+        ),
+    )
+    _run(
+        connection,
+        """INSERT INTO close_postings
+           SELECT l.pos, l.leg, l.account, l.currency, l.amount, l.bet_uid,
+                  a.balance - sum(l.amount) OVER (PARTITION BY l.account, l.currency)
+                  + sum(l.amount) OVER (PARTITION BY l.account, l.currency ORDER BY l.pos, l.leg
+                                        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+           FROM close_legs l JOIN accounts a ON a.name = l.account AND a.currency = l.currency""",
+    )
+    dialect.analyze(connection, ("close_postings",))
+    house = _house_legs(connection, kind, chunk)
+    chunks = f"SELECT DISTINCT pos / {chunk} FROM close_legs"  # noqa: S608 - an int, no input
+    parts = sorted({int(part) for (part,) in _run(connection, chunks)})
+    ids = dialect.allocate_transaction_ids(connection, len(parts)) if parts else []
+    house_rows = _house_running_balances(connection, dialect, kind, house, parts)
+    created_at = dialect.timestamp(datetime.now(UTC))
+    for txn_id, part in zip(ids, parts, strict=True):
+        _run(
+            connection,
+            """INSERT INTO postings (txn_id, account, currency, amount, bet_uid, balance_after)
+               SELECT :txn_id, account, currency, amount, bet_uid, balance_after
+               FROM close_postings WHERE pos >= :low AND pos < :high ORDER BY pos, leg""",
+            txn_id=txn_id,
+            low=part * chunk,
+            high=(part + 1) * chunk,
+        )
+        dialect.insert_rows(
+            connection,
+            postings,
+            ("txn_id", "account", "currency", "amount", "bet_uid", "balance_after"),
+            [(txn_id, *row) for row in house_rows.get(part, [])],
+        )
+        dialect.insert_rows(
+            connection,
+            transactions,
+            ("id", "idempotency_key", "kind", "user_uid", "reference", "created_at"),
+            [(txn_id, f"{key}:{part}", kind, None, None, created_at)],
+        )
+    unchanged = [
+        int(pos)
+        for (pos,) in _run(
+            connection,
+            "SELECT pos FROM close_stage WHERE pos NOT IN (SELECT pos FROM close_rows) "
+            "ORDER BY pos",
+        )
+    ]
+    noted = [
+        int(pos)
+        for (pos,) in _run(
+            connection,
+            """SELECT s.pos FROM close_stage s JOIN close_rows c ON c.pos = s.pos
+               WHERE s.note = 1 OR COALESCE(s.claimed_amount <> c.amount, FALSE)
+                  OR COALESCE(s.claimed_rake <> c.rake, FALSE)
+               ORDER BY s.pos""",
+        )
+    ]
+    discard(connection)
+    return ClosingOutcome(unchanged, noted)
+
+
+def _append_events(
+    connection: Connection,
+    kind: Kind,
+    count: int,
+    request_id: str | None,
+    event_slots: Callable[[int], tuple[int, int]],
+) -> None:
+    """A ``bet.refunded`` or ``bet.settled`` event per bet closed, in the request's order: the
+    rows :func:`ledger.events.closed_rows` makes for the domain path."""
+    if not count:
+        return
+    grp, first = event_slots(count)
+    if kind == "settle":
+        event, payout, payout_currency = BET_SETTLED, "payout", "payout_currency"
+    else:
+        event, payout, payout_currency = BET_REFUNDED, "NULL", "NULL"
+    _run(
+        connection,
+        f"""INSERT INTO events (grp, ordinal, type, user_uid, pool_uid, bet_uid, currency,
+                                amount, rake, payout, payout_currency, reference, request_id)
+            SELECT :grp, :first + row_number() OVER (ORDER BY pos) - 1, :event, user_uid,
+                   pool_uid, uid, currency, amount, rake, {payout}, {payout_currency}, NULL,
+                   :request_id
+            FROM close_rows ORDER BY pos""",  # noqa: S608 - fixed SQL, no input
+        grp=grp,
+        first=first,
+        event=event,
+        request_id=request_id,
+    )
+
+
+# The house legs of each chunk, summed per account and currency as Transaction.journal sums
+# them: (house account, currency column, amount expression, which closed bets).
+_HOUSE = {
+    "refund": [
+        (HOUSE_TICKETS, "currency", "amount + rake", "funding = 'ticket' AND amount + rake <> 0"),
+    ],
+    "settle": [
+        (HOUSE_ENTRIES, "currency", "amount", "funding <> 'free' AND amount + rake <> 0"),
+        (HOUSE_RAKE, "currency", "rake", "funding <> 'free' AND amount + rake <> 0"),
+        (HOUSE_PRIZES, "payout_currency", "-payout", "payout <> 0"),
+    ],
+}
+
+
+def _house_legs(
+    connection: Connection, kind: Kind, chunk: int
+) -> dict[int, list[tuple[str, str, int]]]:
+    """Per chunk, the house legs ``(account, currency, amount)``, sorted, zero sums left out."""
+    found: dict[int, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
+    for account, currency, amount, when in _HOUSE[kind]:
+        # Summed per bet in SQL (within the bound), per chunk in Python: a house total may
+        # be wider than 64 bits.
+        rows = _run(
+            connection,
+            f"SELECT pos / {chunk}, {currency}, {amount} FROM close_rows WHERE {when}",  # noqa: S608
+        )
+        for part, code, value in rows:
+            found[int(part)][(account, code)] += int(value)
+    return {
+        part: [(name, code, value) for (name, code), value in sorted(sums.items()) if value]
+        for part, sums in found.items()
+    }
+
+
+def _house_running_balances(
+    connection: Connection,
+    dialect: Dialect,
+    kind: Kind,
+    house: dict[int, list[tuple[str, str, int]]],
+    parts: list[int],
+) -> dict[int, list[tuple[str, str, int, None, int]]]:
+    """Apply the house legs to the house balances; per chunk, each leg with its running balance
+    ``(account, currency, amount, None, balance_after)``."""
+    totals: dict[tuple[str, str], int] = defaultdict(int)
+    for part in parts:
+        for name, code, value in house.get(part, []):
+            if not -CAPACITY <= value <= CAPACITY:
+                # The message of SqlUnitOfWork.post's own refusal: the domain path's.
+                raise CapacityExceeded(
+                    f"{kind}: a {code} leg on {name} would exceed the {len(str(CAPACITY))} "
+                    "digits a store holds"
+                )
+            totals[(name, code)] += value
+    after = dialect.upsert_balances(
+        connection,
+        [(name, code, "house", delta) for (name, code), delta in sorted(totals.items()) if delta],
+    )
+    # Legs that cancel out over the request leave their account as it was.
+    still = sorted(key for key in totals if key not in after)
+    if still:
+        current = dialect.lock_balances(connection, still)
+        after.update({key: current.get(key, 0) for key in still})
+    running = {key: after.get(key, 0) - delta for key, delta in totals.items()}
+    rows: dict[int, list[tuple[str, str, int, None, int]]] = {}
+    for part in parts:
+        for name, code, value in house.get(part, []):
+            balance = running[(name, code)] = running[(name, code)] + value
+            rows.setdefault(part, []).append((name, code, value, None, balance))
+    return rows

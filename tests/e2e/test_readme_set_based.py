@@ -1,0 +1,41 @@
+"""The README's set-based settle commands: the quick one runs as written, on both paths.
+
+The 100,000-participant lines are the same script with a larger ``--participants``; a test runs
+the 1,000-participant line, always set-based (``--set-based-from 0``) and never (``1000000000``,
+the value its comment gives), as a reader comparing the two would.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from support.readme import README, marked_block
+
+ROOT = README.parent
+
+
+def test_readme_settle_cpu_command_settles_every_participant_on_both_paths() -> None:
+    block = marked_block("### Huge refunds and settles, set-based")
+    (line,) = [line for line in block.splitlines() if "--set-based-from 0" in line]
+    command = line.split("#")[0].split()
+    assert command[:2] == [".venv/bin/python", "benchmarks/settle_cpu.py"]
+    never = re.search(r"# (\d+): never", line)
+    assert never is not None
+    for threshold in ("0", never.group(1)):
+        argv = [sys.executable, *command[1:-1], threshold]
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=True)
+        figures = json.loads(done.stdout.strip().splitlines()[-1])
+        assert figures["participants"] == 1000
+        assert figures["operation"] == "settle"
+        assert figures["client_cpu_s"] > 0
+
+
+def test_every_benchmark_the_section_names_exists() -> None:
+    block = marked_block("### Huge refunds and settles, set-based")
+    scripts = set(re.findall(r"benchmarks/\w+\.py", block))
+    assert scripts == {"benchmarks/settle_cpu.py", "benchmarks/settle_http.py"}
+    assert all((ROOT / Path(script)).is_file() for script in scripts)

@@ -1,0 +1,329 @@
+"""The set-based close of huge refunds and settles is the domain's, on every store.
+
+``ledger.writer`` closes a refund or settle of at least ``SET_BASED_FROM`` items in the database
+(``ledger.stores.closing``), and smaller ones through the domain's per-bet decisions. The domain
+is the specification: random books and random requests (valid, replays, bets named twice,
+unknown bets, other users or tournaments, payouts in other or unknown currencies, amounts too
+fine or too wide, echoed secrets) go through both, on the same book, and must give the same
+answer or error, bet states, postings, running balances, balances, events and notes.
+
+Both paths run in one unit of work, each inside a savepoint that is rolled back afterwards:
+the same book for both, and no database to create per example.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import text
+
+import ledger
+from ledger import domain, writer
+from ledger.domain import Entry, PlaceRequest, RefundItem, SettleClaim
+from ledger.errors import LedgerError, UnknownCurrency
+from ledger.stores import Store, open_store
+from ledger.stores.sql import SqlUnitOfWork
+from ledger.writer import Move, PlaceBets, RefundBets, SettleBets
+from support import payloads as P
+from support.books import FailingStore, balance, house, raises_key
+
+SCALES = {"EUR": 2, "JPY": 0, "ETH": 18}
+USERS = ("u0", "u1", "u2")
+POOLS = (1, 2)
+
+
+def scale(code: str) -> int:
+    if code not in SCALES:
+        raise UnknownCurrency(f"currency {code!r} has no known scale")
+    return SCALES[code]
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+# --- random books and requests ------------------------------------------------------------
+
+
+# Mostly small; now and then wide enough that SQL sums of them could pass 64 bits (the set-based
+# close then leaves the request to the domain) or the house's capacity.
+AMOUNTS = st.integers(0, 59).flatmap(
+    lambda n: st.integers(0, 5_000) if n > 1 else st.sampled_from([10**12, 10**20, 10**30])
+)
+
+
+@st.composite
+def books(draw: st.DrawFn) -> dict[str, Any]:
+    """Funded users, placed bets, some of them already refunded or settled."""
+    currencies = draw(st.sampled_from([["EUR"], ["EUR"], ["JPY"], ["ETH"], ["EUR", "JPY"]]))
+    count = draw(st.integers(1, 12))
+    uids = draw(st.lists(st.integers(1, 40), min_size=count, max_size=count, unique=True))
+    bets = []
+    for uid in uids:
+        amount, rake = draw(AMOUNTS), draw(st.integers(0, 300))
+        bets.append(
+            Entry(
+                uid,
+                draw(st.sampled_from(USERS)),
+                draw(st.sampled_from(POOLS)),
+                draw(st.sampled_from(currencies)),
+                amount,
+                rake,
+                "ticket-1" if draw(st.integers(0, 3)) == 0 else None,
+            )
+        )
+    earlier = draw(st.lists(st.sampled_from(uids), max_size=4, unique=True))
+    closed = [(uid, draw(st.booleans()), draw(st.sampled_from([0, 0, 150]))) for uid in earlier]
+    # Enough for every cash bet; balances wide only when the bets are.
+    funds = 10**32 if any(entry.amount > 10**6 for entry in bets) else 10**7
+    return {"currencies": currencies, "bets": bets, "closed": closed, "funds": funds}
+
+
+def _amount(draw: st.DrawFn) -> Decimal:
+    return draw(
+        st.sampled_from(
+            [
+                Decimal("0"),
+                Decimal("0.00"),
+                Decimal("1.5"),
+                Decimal("25"),
+                Decimal("0.001"),  # finer than EUR and JPY
+                Decimal("1E-19"),  # finer than every scale
+                Decimal("123456789012345678901234567890"),  # wide in every scale
+                Decimal("-1"),
+            ]
+        )
+    )
+
+
+@st.composite
+def requests(draw: st.DrawFn, book: dict[str, Any]) -> tuple[str, list[Any]]:
+    """A refund or a settle naming the book's bets (mostly as recorded) and others."""
+    kind = draw(st.sampled_from(["refund", "settle"]))
+    known = {entry.bet_uid: entry for entry in book["bets"]}
+    items: list[Any] = []
+    for _ in range(draw(st.integers(1, 14))):
+        uid = draw(st.sampled_from([*known, 999]))
+        entry = known.get(uid)
+        user = entry.user if entry and draw(st.integers(0, 9)) else draw(st.sampled_from(USERS))
+        pool = entry.pool_uid if entry and draw(st.integers(0, 9)) else draw(st.sampled_from(POOLS))
+        secrets = draw(st.sampled_from([None, {}, {"ledger_ref": "other"}]))
+        if kind == "refund":
+            amount = draw(st.one_of(st.none(), st.just(Decimal("1.00")), st.just(Decimal(0))))
+            rake = draw(st.one_of(st.none(), st.just(Decimal("0.001")), st.just(Decimal(0))))
+            items.append(RefundItem(uid, user, pool, amount, rake, secrets))
+        else:
+            own = entry.currency if entry else "EUR"
+            currency = draw(st.sampled_from([None, None, own, own, "JPY", "XXX"]))
+            items.append(SettleClaim(uid, user, pool, _amount(draw), currency, secrets))
+    return kind, items
+
+
+# --- running both paths -------------------------------------------------------------------
+
+
+def _build(uow: SqlUnitOfWork, book: dict[str, Any]) -> None:
+    for user in USERS:
+        for currency in book["currencies"]:
+            deposit = domain.deposit(user, currency, book["funds"], f"fund-{user}-{currency}")
+            Move(deposit).apply(uow)
+    PlaceBets(PlaceRequest(book["bets"], "book")).apply(uow)
+    entries = {entry.bet_uid: entry for entry in book["bets"]}
+    for n, (uid, refunded, payout) in enumerate(book["closed"]):
+        entry = entries[uid]
+        if refunded:
+            item = RefundItem(uid, entry.user, entry.pool_uid)
+            RefundBets([item], f"earlier-{n}", scale).apply(uow)
+        else:
+            claim = SettleClaim(uid, entry.user, entry.pool_uid, Decimal(payout), entry.currency)
+            SettleBets([claim], f"earlier-{n}", scale).apply(uow)
+
+
+def _state(uow: SqlUnitOfWork) -> dict[str, Any]:
+    """Everything a close may have written, without ids and times."""
+    connection = uow._conn  # the test reads the raw tables inside the unit of work
+    queries = {
+        "bets": "SELECT uid, state, payout, payout_currency FROM bets ORDER BY uid",
+        "postings": "SELECT t.idempotency_key, t.kind, p.account, p.currency, p.amount, "
+        "p.bet_uid, p.balance_after FROM postings p JOIN transactions t ON t.id = p.txn_id "
+        "ORDER BY p.id",
+        "accounts": "SELECT name, currency, kind, balance FROM accounts ORDER BY name, currency",
+        "transactions": "SELECT idempotency_key, kind, user_uid, reference FROM transactions "
+        "ORDER BY id",
+        "links": "SELECT d.bet_uids, d.bet_count, d.status FROM deliveries d ORDER BY d.id",
+        # The event feed's rows (ledger.events), in the order they were appended.
+        "events": "SELECT ordinal, type, user_uid, pool_uid, bet_uid, currency, amount, rake, "
+        "payout, payout_currency, reference, request_id FROM events ORDER BY grp, ordinal",
+    }
+    # Amounts as Python integers: SQLite's text beyond 64 bits, Postgres' Decimal.
+    return {
+        name: [tuple(_plain(value) for value in row) for row in connection.execute(text(sql))]
+        for name, sql in queries.items()
+    }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value)
+    if isinstance(value, str) and value.lstrip("-").isdigit():
+        return int(value)
+    return value
+
+
+def _close(
+    uow: SqlUnitOfWork,
+    kind: str,
+    items: Sequence[Any],
+    threshold: int,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> tuple[Any, dict[str, Any], list[str]]:
+    monkeypatch.setattr(writer, "SET_BASED_FROM", threshold)
+    staged = SqlUnitOfWork.close_staged
+
+    def close_staged(self: SqlUnitOfWork, *args: Any) -> Any:
+        # Which way the set-based close went, in hypothesis' statistics.
+        found = staged(self, *args)
+        event(f"set-based: {type(found).__name__}")
+        return found
+
+    monkeypatch.setattr(SqlUnitOfWork, "close_staged", close_staged)
+    command: RefundBets | SettleBets = (
+        RefundBets(items, "request", scale)
+        if kind == "refund"
+        else SettleBets(items, "request", scale)
+    )
+    caplog.clear()
+    outcome: Any
+    state: dict[str, Any] = {}
+
+    class Undo(Exception):
+        pass
+
+    try:
+        with uow.savepoint():
+            try:
+                result = command.apply(uow)
+                outcome = ("ok", result.closed, result.unchanged)
+                state = _state(uow)
+            except LedgerError as error:
+                # What a refused command wrote is rolled back with its unit of work (or its
+                # savepoint in a group commit), whatever it was: only the error counts.
+                outcome = ("error", type(error).__name__, error.key, error.status, str(error))
+            raise Undo
+    except Undo:
+        pass
+    # Notes of a refused request are left out: the domain logs those of the chunks it wrote
+    # before the refusal, the set-based close writes nothing before it.
+    notes = [record.getMessage() for record in caplog.records if record.name == "ledger.writer"]
+    return outcome, state, notes if outcome[0] == "ok" else []
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_set_based_close_answers_and_writes_what_the_domain_decides(
+    store: Store,
+    data: st.DataObject,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    book = data.draw(books())
+    kind, items = data.draw(requests(book))
+    # Small chunks: a request of several transactions, each with its own summed house legs.
+    monkeypatch.setattr(writer, "CHUNK", data.draw(st.sampled_from([3, writer.CHUNK])))
+    caplog.set_level(logging.WARNING, logger="ledger.writer")
+    with store.unit_of_work() as uow:
+        assert isinstance(uow, SqlUnitOfWork)
+        _build(uow, book)
+        expected = _close(uow, kind, items, 10**9, monkeypatch, caplog)
+        actual = _close(uow, kind, items, 0, monkeypatch, caplog)
+    assert actual == expected
+
+
+# --- through the service, at the threshold ------------------------------------------------
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Which way each set-based close went: ``ClosingOutcome``, ``int`` or ``NoneType``."""
+    seen: list[str] = []
+    staged = SqlUnitOfWork.close_staged
+
+    def close_staged(self: SqlUnitOfWork, *args: Any) -> Any:
+        found = staged(self, *args)
+        seen.append(type(found).__name__)
+        return found
+
+    monkeypatch.setattr(SqlUnitOfWork, "close_staged", close_staged)
+    return seen
+
+
+def _placed(book: ledger.Ledger, count: int) -> None:
+    book.deposit("u1", "EUR", "1000.00", reference="seed")
+    book.place_bets(P.place(*(P.entry(uid) for uid in range(1, count + 1))))
+
+
+def test_a_settle_at_the_threshold_is_closed_in_the_database_and_pays_once(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    seen = _spy(monkeypatch)
+    _placed(book, 4)
+    body = P.settle(7, *((uid, "5.00") for uid in range(1, 5)))
+    first = book.settle(body)
+    again = book.settle(body)
+    assert seen == ["ClosingOutcome", "ClosingOutcome"]
+    assert (first.closed, first.unchanged) == ([1, 2, 3, 4], [])
+    assert (again.closed, again.unchanged) == ([], [1, 2, 3, 4])
+    # 1,000.00 - 4 x 11.00 held, + 4 x 5.00 paid; nothing held any more.
+    assert balance(book, "u1") == (Decimal("976.00"), Decimal("0.00"))
+    assert house(book, "house:entries") == 4000
+    assert house(book, "house:rake") == 400
+    assert house(book, "house:prizes") == -2000
+    assert book.check().ok
+
+
+def test_a_set_based_refusal_is_the_domains_error_and_writes_nothing(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    seen = _spy(monkeypatch)
+    _placed(book, 4)
+    before = book.check()
+    body = P.settle(7, (1, "5.00"), (2, "5.00"), (3, "5.00", "u2"), (99, "5.00"))
+    with raises_key("bet.conflict"):
+        book.settle(body)
+    assert seen == ["int"]
+    after = book.check()
+    assert (after.transactions, after.postings) == (before.transactions, before.postings)
+    assert balance(book, "u1") == (Decimal("956.00"), Decimal("44.00"))
+
+
+def test_a_failure_after_a_set_based_close_wrote_leaves_nothing(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    _placed(book, 4)
+    before = book.check()
+    broken = ledger.Ledger(FailingStore(book.store))
+    with pytest.raises(RuntimeError, match="injected"):
+        broken.refund(P.refund(7, 1, 2, 3, 4))
+    after = book.check()
+    assert (after.transactions, after.postings) == (before.transactions, before.postings)
+    view = book.bet(1)
+    assert view is not None
+    assert view.state == "placed"
