@@ -406,7 +406,9 @@ def _close(
     """Close the bets of a refund or settle: set-based when it is huge, else (or when the
     set-based close declines) chunk by chunk through the domain, in the one unit of work: a
     later chunk sees what earlier ones wrote (a bet named twice is closed once)."""
-    result = _close_set(uow, items, closing, delivery) if len(items) >= SET_BASED_FROM else None
+    bound = uow.set_based_up_to()
+    huge = len(items) >= SET_BASED_FROM and (bound is None or len(items) <= bound)
+    result = _close_set(uow, items, closing, delivery) if huge else None
     if result is None:
         closed: list[int] = []
         unchanged: list[int] = []

@@ -297,6 +297,29 @@ def test_a_settle_at_the_threshold_is_closed_in_the_database_and_pays_once(
     assert book.check().ok
 
 
+def test_a_close_above_the_stores_set_based_bound_is_decided_bet_by_bet(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger.stores.postgres import PostgresDialect
+    from ledger.stores.sqlite import SqliteDialect
+
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    for dialect in (SqliteDialect, PostgresDialect):
+        monkeypatch.setattr(dialect, "set_based_up_to", 5)
+    seen = _spy(monkeypatch)
+    _placed(book, 6)
+    book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 6))))  # 5 items: in SQL
+    book.refund(P.refund(7, 6))  # 1 item: under the threshold
+    assert seen == ["ClosingOutcome"]
+    seen.clear()
+    for dialect in (SqliteDialect, PostgresDialect):
+        monkeypatch.setattr(dialect, "set_based_up_to", 4)
+    again = book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 6))))
+    assert seen == []  # 5 items above a bound of 4: the domain decided, and found the replays
+    assert again.unchanged == [1, 2, 3, 4, 5]
+    assert book.check().ok
+
+
 def test_a_set_based_refusal_is_the_domains_error_and_writes_nothing(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:

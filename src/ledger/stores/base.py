@@ -294,6 +294,10 @@ class UnitOfWork(Protocol):
     def bet_currencies(self, uids: Sequence[int]) -> set[str]:
         """The currencies of the recorded bets among ``uids``."""
 
+    def set_based_up_to(self) -> int | None:
+        """The most items this store closes set-based (None: no bound); a larger refund or
+        settle is decided by the domain, bet by bet."""
+
     def close_staged(
         self,
         kind: Literal["refund", "settle"],

@@ -112,6 +112,11 @@ class Dialect(Protocol):
         """The bet rows among ``uids``, columns as :data:`ledger.stores.queries.BET_SELECT`."""
         ...
 
+    @property
+    def set_based_up_to(self) -> int | None:
+        """The most items a set-based close is measured to pay for here (None: no bound)."""
+        ...
+
     def temp_table(
         self, connection: Connection, name: str, columns: Sequence[tuple[str, str]]
     ) -> None:

@@ -353,6 +353,11 @@ class PostgresDialect:
 
     distinct_from = "IS DISTINCT FROM"
 
+    # Measured faster to 100,000 items (10.1 s against 12.4 s over HTTP); one settle of
+    # 1,000,000 answered 503 set-based where the bet-by-bet path completes (about 100 s), and
+    # the cause is not yet found: above the bound the domain decides, bet by bet.
+    set_based_up_to = 100_000
+
     def minute(self, timestamp: str) -> str:
         return f"date_trunc('minute', {timestamp})"
 

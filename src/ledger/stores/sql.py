@@ -240,6 +240,9 @@ class SqlUnitOfWork:
             # COMMITTED): run the request again so that it sees that bet's new state.
             raise Retry(f"{len(rows) - changed} bet(s) were closed by a concurrent request")
 
+    def set_based_up_to(self) -> int | None:
+        return self._dialect.set_based_up_to
+
     def bet_currencies(self, uids: Sequence[int]) -> set[str]:
         with self._store.translate_errors():
             return closing.bet_currencies(self._conn, self._dialect, uids)
