@@ -7,6 +7,8 @@ timeouts are provoked by holding a user's account row from another connection.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from decimal import Decimal
@@ -41,12 +43,16 @@ USERS = [f"outage-u{index}" for index in range(6)]
 
 
 @pytest.fixture(scope="module")
-def dedicated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DedicatedPostgres]:
-    server = DedicatedPostgres(tmp_path_factory.mktemp("dedicated-pg"))
+def dedicated() -> Iterator[DedicatedPostgres]:
+    # Not under pytest's tmp_path: that is private to root (under pytest-xdist one level deeper
+    # than the server's own user can traverse), and pg_ctl runs as that user.
+    root = Path(tempfile.mkdtemp(prefix="ledger-dedicated-pg-"))
+    server = DedicatedPostgres(root)
     try:
         yield server
     finally:
         server.close()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def test_database_outage_answers_503_quickly_and_resent_deliveries_then_apply_once(
