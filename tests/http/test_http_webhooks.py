@@ -60,11 +60,17 @@ def test_the_server_posts_its_feed_and_reports_where_each_endpoint_stands(
             while True:
                 answer = client.get("/admin/webhooks", headers=OPERATOR_HEADERS)
                 found = {item["name"]: item for item in answer.json()["endpoints"]}
-                if found["crm"]["cursor"] == 3 and found["payments"]["cursor"] == 3:
+                metrics = client.get("/metrics").text
+                # The gauge is set by the sender's coroutine just after its cursor commits, so
+                # a reader can see the cursor a moment before the gauge: wait for both.
+                caught_up = all(
+                    f'ledger_webhook_lag_events{{endpoint="{name}"}} 0.0' in metrics
+                    for name in ("crm", "payments")
+                )
+                if found["crm"]["cursor"] == 3 and found["payments"]["cursor"] == 3 and caught_up:
                     break
-                assert time.monotonic() < deadline, found
+                assert time.monotonic() < deadline, (found, metrics)
                 time.sleep(0.05)
-            metrics = client.get("/metrics").text
             refused = client.get("/admin/webhooks")
     posted: dict[str, list[dict[str, Any]]] = {"crm": [], "payments": []}
     for item in receiver.delivered():

@@ -219,6 +219,7 @@ class _EndpointSender:
                     delivered=False,
                 )
             )
+            self.report_lag(head, passed.through)
             return 0.0
         left = (until - sender.clock()).total_seconds() - LEASE_MARGIN
         if left < endpoint.timeout:
@@ -235,7 +236,9 @@ class _EndpointSender:
                     name, sender.holder, batch.after, batch.through, now, delivered=True
                 )
             )
-            if not moved:
+            if moved:
+                self.report_lag(head, batch.through)
+            else:
                 log.warning("webhook %s: lease lost before the cursor moved; re-reading", name)
             return 0.0
         self.failures += 1
