@@ -33,6 +33,11 @@ class Dialect(Protocol):
         where the database has one)."""
         ...
 
+    def release(self, connection: Connection) -> None:
+        """After the connection's unit of work ends: let go of what :meth:`connect` took
+        besides the database's own locks (SQLite's writer lock across processes)."""
+        ...
+
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
         """``count`` new transaction ids, before their rows are written."""
         ...

@@ -229,6 +229,9 @@ class PostgresDialect:
         connection.begin()
         return connection
 
+    def release(self, connection: Connection) -> None:
+        return None  # Postgres locks rows, and its locks end with the transaction
+
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
         return _next_ids(connection, "transaction_ids", count)
 

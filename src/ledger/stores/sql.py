@@ -143,10 +143,13 @@ class SqlUnitOfWork:
             return
         # Rollback is automatic; a failing rollback (the database went away) must not mask the
         # error that brought us here, and the pool discards the broken connection anyway.
-        with contextlib.suppress(SQLAlchemyError):
-            connection.rollback()
-        with contextlib.suppress(SQLAlchemyError):
-            connection.close()
+        try:
+            with contextlib.suppress(SQLAlchemyError):
+                connection.rollback()
+            with contextlib.suppress(SQLAlchemyError):
+                connection.close()
+        finally:
+            self._dialect.release(connection)
 
     @property
     def _conn(self) -> Connection:

@@ -10,12 +10,25 @@ Amounts beyond 64 bits (SQLite's integers) are stored as their exact decimal tex
 touches money, this module adds balances in Python, which the single writer makes safe: under
 ``BEGIN IMMEDIATE`` nobody else writes between the read and the write. Sums over many rows go
 through ``ledger_sum``, an exact aggregate registered on every connection.
+
+Several processes may write one file (``ledger serve --workers N``). SQLite's own wait for its
+write lock is a poll whose sleeps grow to 100 ms, so two busy writers handed the lock back and
+forth slowly (two workers served fewer Place Bets than one, with a p99 of 870 ms). Each writing
+unit of work therefore first takes an ``flock`` on a companion file (``<db>-writer``), polled
+every fraction of a millisecond up to the same busy timeout, and only then ``BEGIN IMMEDIATE``:
+the next writer starts within a millisecond of the last commit. SQLite's lock still guards the
+data; this one only decides who asks for it next.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import functools
 import json
+import os
 import sqlite3
+import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from operator import itemgetter
@@ -24,7 +37,7 @@ from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, Table, create_engine, event, func
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement
 
 from ..errors import (
@@ -100,7 +113,8 @@ class SqliteStore(SqlStore):
         )
         event.listen(engine, "connect", self._on_connect)
         event.listen(engine, "begin", self._on_begin)
-        super().__init__(url, engine, SqliteDialect(engine))
+        lock = WriterLock(path.with_name(path.name + "-writer"), busy_timeout)
+        super().__init__(url, engine, SqliteDialect(engine, lock))
         if migrate:
             self.migrate()
 
@@ -127,14 +141,35 @@ class SqliteStore(SqlStore):
 class SqliteDialect:
     """The :class:`~ledger.stores.dialect.Dialect` of SQLite (the standard ``sqlite3``)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, lock: WriterLock | None = None) -> None:
         self._engine = engine
+        self._lock = lock
+        # The writer lock's descriptor of each open writing connection (by identity: a closed
+        # Connection no longer reaches its DBAPI connection's info).
+        self._held: dict[int, int] = {}
 
     def connect(self, *, write: bool) -> Connection:
-        connection = self._engine.connect()
-        connection.execution_options(ledger_begin="IMMEDIATE" if write else "DEFERRED")
-        connection.begin()
+        held = self._lock.acquire() if write and self._lock is not None else None
+        try:
+            connection = self._engine.connect()
+            try:
+                connection.execution_options(ledger_begin="IMMEDIATE" if write else "DEFERRED")
+                connection.begin()
+            except BaseException:
+                connection.close()
+                raise
+        except BaseException:
+            if held is not None:
+                os.close(held)
+            raise
+        if held is not None:
+            self._held[id(connection)] = held
         return connection
+
+    def release(self, connection: Connection) -> None:
+        held = self._held.pop(id(connection), None)
+        if held is not None:
+            os.close(held)  # closing the descriptor drops its flock
 
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
         return _next_ids(connection, "transactions", count)
@@ -148,7 +183,7 @@ class SqliteDialect:
 
     def allocate_event_group(self, connection: Connection) -> int:
         # Safe without a sequence, like _next_ids: this is the only writer until commit.
-        last = connection.exec_driver_sql("SELECT max(grp) FROM event_commits").scalar()
+        last = _run(connection, "SELECT max(grp) FROM event_commits").fetchone()[0]
         return int(last or 0) + 1
 
     def timestamp(self, moment: datetime) -> Any:
@@ -176,14 +211,13 @@ class SqliteDialect:
     ) -> None:
         if not rows:
             return
-        money = [n for n, name in enumerate(columns) if isinstance(table.c[name].type, Amount)]
-        rows = _stored_rows(rows, money)
+        rows = _stored_rows(rows, _money_columns(table, tuple(columns)))
         verb = "INSERT OR IGNORE" if ignore_conflicts else "INSERT"
         marks = ", ".join("?" for _ in columns)
         sql = f"{verb} INTO {table.name} ({', '.join(columns)}) VALUES ({marks})"
         if upsert is not None:
             sql = f"{sql} {upsert}"
-        connection.exec_driver_sql(sql, list(rows))
+        _run(connection, sql, rows, many=True)
 
     def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
         if not rows:
@@ -196,8 +230,11 @@ class SqliteDialect:
             if balance is not None and balance + delta >= 0:
                 applied.append((to_stored(balance + delta), name, currency))
         if applied:
-            connection.exec_driver_sql(
-                "UPDATE accounts SET balance = ? WHERE name = ? AND currency = ?", applied
+            _run(
+                connection,
+                "UPDATE accounts SET balance = ? WHERE name = ? AND currency = ?",
+                applied,
+                many=True,
             )
         return len(applied)
 
@@ -216,10 +253,12 @@ class SqliteDialect:
                 raise CapacityExceeded(_too_large(name, currency))
             after[(name, currency)] = balance
             written.append((name, currency, kind, to_stored(balance)))
-        connection.exec_driver_sql(
+        _run(
+            connection,
             "INSERT INTO accounts (name, currency, kind, balance) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (name, currency) DO UPDATE SET balance = excluded.balance",
             written,
+            many=True,
         )
         return after
 
@@ -230,10 +269,12 @@ class SqliteDialect:
         return _read_balances(connection, keys)
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
-        result = connection.exec_driver_sql(
+        result = _run(
+            connection,
             "UPDATE bets SET state = ?, payout = ?, payout_currency = ?, closed_at = ? "
             "WHERE uid = ? AND state = 'placed'",
-            list(_stored_rows(rows, [1])),
+            _stored_rows(rows, [1]),
+            many=True,
         )
         return int(result.rowcount)
 
@@ -243,7 +284,7 @@ class SqliteDialect:
         sql = f"SELECT {BET_SELECT} FROM bets WHERE uid IN (SELECT value FROM json_each(?))"  # noqa: S608
         for start in range(0, len(uids), 100_000):
             chunk = json.dumps(list(uids[start : start + 100_000]))
-            yield from connection.exec_driver_sql(sql, (chunk,)).fetchall()
+            yield from _run(connection, sql, (chunk,)).fetchall()
 
     def temp_table(
         self, connection: Connection, name: str, columns: Sequence[tuple[str, str]]
@@ -251,7 +292,7 @@ class SqliteDialect:
         # No declared type for amounts (BLOB affinity): wide text and integers stay as they are.
         types = {"key": "INTEGER PRIMARY KEY", "int": "INTEGER", "text": "TEXT", "amount": ""}
         body = ", ".join(f"{column} {types[kind]}" for column, kind in columns)
-        connection.exec_driver_sql(f"CREATE TEMP TABLE {name} ({body})")
+        _run(connection, f"CREATE TEMP TABLE {name} ({body})")
 
     def stage(
         self,
@@ -263,7 +304,7 @@ class SqliteDialect:
         self.temp_table(connection, name, columns)
         marks = ", ".join("?" for _ in columns)
         sql = f"INSERT INTO {name} VALUES ({marks})"  # noqa: S608 - our own table name
-        connection.exec_driver_sql(sql, list(rows))
+        _run(connection, sql, rows, many=True)
 
     def analyze(self, connection: Connection, names: Sequence[str]) -> None:
         # SQLite's planner does well with the primary keys alone.
@@ -274,7 +315,7 @@ class SqliteDialect:
         found: set[str] = set()
         for start in range(0, len(uids), 100_000):
             chunk = json.dumps(list(uids[start : start + 100_000]))
-            found.update(row[0] for row in connection.exec_driver_sql(sql, (chunk,)))
+            found.update(row[0] for row in _run(connection, sql, (chunk,)))
         return found
 
     def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
@@ -299,6 +340,44 @@ class SqliteDialect:
                 return StoreBusy(f"the database stayed locked: {message}")
             return StoreUnavailable(f"the database failed: {message}")
         return StoreUnavailable(f"the database failed: {message}")
+
+
+class WriterLock:
+    """Who writes next, across the processes and threads writing one SQLite file (see the module
+    docstring): an ``flock`` on a companion file, polled finely up to the busy timeout."""
+
+    # Polling, not a blocking flock: a blocking one has no timeout, and a writer must give up
+    # (503, the platform re-sends) rather than wait forever behind a stopped process.
+    FIRST_PAUSE = 0.0001
+    LONGEST_PAUSE = 0.001
+
+    def __init__(self, path: Path, timeout: float) -> None:
+        self.path = path
+        self.timeout = timeout
+
+    def acquire(self) -> int:
+        """The descriptor holding the lock; closing it releases the lock."""
+        # A descriptor per acquisition: flock excludes open file descriptions, so two threads
+        # of one process exclude each other too.
+        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        deadline = time.monotonic() + self.timeout
+        pause = self.FIRST_PAUSE
+        try:
+            while True:
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return descriptor
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise StoreBusy(
+                            f"another writer held the database for over {self.timeout:g} s"
+                        ) from None
+                    time.sleep(pause)
+                    pause = min(pause * 2, self.LONGEST_PAUSE)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
+            raise
 
 
 def _too_large(name: str, currency: str) -> str:
@@ -340,14 +419,39 @@ def _read_balances(
     found: dict[tuple[str, str], int] = {}
     for start in range(0, len(keys), 100_000):
         chunk = json.dumps([list(key) for key in keys[start : start + 100_000]])
-        for name, currency, balance in connection.exec_driver_sql(sql, (chunk,)):
+        for name, currency, balance in _run(connection, sql, (chunk,)):
             found[(name, currency)] = from_stored(balance)
     return found
+
+
+@functools.cache
+def _money_columns(table: Table, columns: tuple[str, ...]) -> list[int]:
+    """Where among ``columns`` the amounts are (looked up once per statement shape)."""
+    return [n for n, name in enumerate(columns) if isinstance(table.c[name].type, Amount)]
+
+
+def _run(
+    connection: Connection, sql: str, parameters: Any = (), *, many: bool = False
+) -> sqlite3.Cursor:
+    """``sql`` on the connection's own ``sqlite3`` connection, in its open transaction.
+
+    SQLAlchemy's ``exec_driver_sql`` costs about 12 µs a statement before SQLite sees it (its
+    execution context, events and result wrapper), and a group commit of Place Bets runs two
+    dozen statements: a third of the group's fixed cost. The errors are SQLAlchemy's own, so
+    :meth:`SqliteDialect.translate` reads them as before.
+    """
+    driver = cast(sqlite3.Connection, connection.connection.driver_connection)
+    try:
+        if many:
+            return driver.executemany(sql, parameters)
+        return driver.execute(sql, parameters)
+    except sqlite3.Error as error:
+        raise DBAPIError.instance(sql, parameters, error, sqlite3.Error) from error
 
 
 def _next_ids(connection: Connection, table: str, count: int) -> list[int]:
     # Safe without a sequence: BEGIN IMMEDIATE makes this the only writer until commit.
     # A bare max() (no coalesce around it) is answered from the end of the primary key.
-    last = connection.exec_driver_sql(f"SELECT max(id) FROM {table}").scalar()  # noqa: S608
+    last = _run(connection, f"SELECT max(id) FROM {table}").fetchone()[0]  # noqa: S608
     start = int(last or 0) + 1
     return list(range(start, start + count))

@@ -43,4 +43,7 @@ class SideTables:
                 yield connection
                 connection.commit()
             finally:
-                connection.close()
+                try:
+                    connection.close()
+                finally:
+                    self._store.dialect.release(connection)
