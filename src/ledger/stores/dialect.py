@@ -33,6 +33,11 @@ class Dialect(Protocol):
         where the database has one)."""
         ...
 
+    def run(self, connection: Connection, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        """Plain SQL in the driver's placeholder style, the cheapest way the store has: a
+        cursor (or result) to fetch from. For the statements every commit runs."""
+        ...
+
     def release(self, connection: Connection) -> None:
         """After the connection's unit of work ends: let go of what :meth:`connect` took
         besides the database's own locks (SQLite's writer lock across processes)."""
@@ -99,6 +104,13 @@ class Dialect(Protocol):
     ) -> dict[tuple[str, str], int]:
         """Add ``delta`` to each ``(name, currency, kind, delta)`` account, creating it if new;
         return the balances it leaves (the running balances of the postings start from them)."""
+        ...
+
+    def read_balances(
+        self, connection: Connection, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], int]:
+        """The balances of the ``(name, currency)`` accounts that exist, as this transaction
+        sees them (no lock: a decision read, guarded later by the store's conditional debit)."""
         ...
 
     def lock_balances(

@@ -68,14 +68,17 @@ def seal(connection: Connection, dialect: Dialect, grp: int, count: int) -> int:
     dialect.check_deferred(connection)
     # The driver's placeholder: qmark on sqlite3, format on psycopg.
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
-    last = connection.exec_driver_sql(_TAKE_IDS.replace("?", mark), (count,)).scalar()
+    # All of it fetched: a RETURNING statement stepped only once would still be running.
+    rows = dialect.run(connection, _TAKE_IDS.replace("?", mark), (count,)).fetchall()
+    last = rows[0][0] if rows else None
     if last is None:
         # A schema made without the migration's row (e.g. from the metadata): the first writer
         # creates it; a concurrent first writer then fails on its key and is re-run (Retry).
         last = count
         connection.execute(insert(event_counter).values(id=1, last_id=last))
     first = int(last) - count + 1
-    connection.exec_driver_sql(
+    dialect.run(
+        connection,
         _RECORD_COMMIT.replace("?", mark),
         (grp, first, int(last), dialect.timestamp(datetime.now(UTC))),
     )

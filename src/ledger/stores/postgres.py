@@ -42,7 +42,7 @@ from ..errors import (
 )
 from .base import Retry
 from .migrations import current_revision, head_revision
-from .queries import BET_SELECT
+from .queries import BET_SELECT, account_balances
 from .schema import Amount
 from .sql import SqlStore
 
@@ -229,6 +229,9 @@ class PostgresDialect:
         connection.begin()
         return connection
 
+    def run(self, connection: Connection, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        return connection.exec_driver_sql(sql, tuple(parameters))
+
     def release(self, connection: Connection) -> None:
         return None  # Postgres locks rows, and its locks end with the transaction
 
@@ -311,6 +314,11 @@ class PostgresDialect:
             for name, currency, balance in result:
                 after[(name, currency)] = int(balance)
         return after
+
+    def read_balances(
+        self, connection: Connection, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], int]:
+        return account_balances(connection, keys)
 
     def lock_balances(
         self, connection: Connection, keys: Sequence[tuple[str, str]]

@@ -422,7 +422,7 @@ class SqlUnitOfWork:
 
     def account_balances(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
         with self._store.translate_errors():
-            return queries.account_balances(self._conn, keys)
+            return self._dialect.read_balances(self._conn, keys)
 
     def bet_times(self, uid: int) -> tuple[datetime, datetime | None] | None:
         query = select(bets.c.placed_at, bets.c.closed_at).where(bets.c.uid == uid)

@@ -166,6 +166,9 @@ class SqliteDialect:
             self._held[id(connection)] = held
         return connection
 
+    def run(self, connection: Connection, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        return _run(connection, sql, parameters)
+
     def release(self, connection: Connection) -> None:
         held = self._held.pop(id(connection), None)
         if held is not None:
@@ -261,6 +264,11 @@ class SqliteDialect:
             many=True,
         )
         return after
+
+    def read_balances(
+        self, connection: Connection, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], int]:
+        return _read_balances(connection, keys)
 
     def lock_balances(
         self, connection: Connection, keys: Sequence[tuple[str, str]]
