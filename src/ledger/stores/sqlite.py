@@ -14,21 +14,20 @@ through ``ledger_sum``, an exact aggregate registered on every connection.
 Several processes may write one file (``ledger serve --workers N``). SQLite's own wait for its
 write lock is a poll whose sleeps grow to 100 ms, so two busy writers handed the lock back and
 forth slowly (two workers served fewer Place Bets than one, with a p99 of 870 ms). Each writing
-unit of work therefore first takes an ``flock`` on a companion file (``<db>-writer``), polled
-every fraction of a millisecond up to the same busy timeout, and only then ``BEGIN IMMEDIATE``:
-the next writer starts within a millisecond of the last commit. SQLite's lock still guards the
-data; this one only decides who asks for it next.
+unit of work therefore first takes an ``flock`` on a companion file (``<db>-writer``), waiting
+up to the same busy timeout, and only then ``BEGIN IMMEDIATE``: the kernel wakes the next writer
+the moment the last one lets go. SQLite's lock still guards the data; this one only decides who
+asks for it next.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import functools
 import json
 import os
 import sqlite3
-import time
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from operator import itemgetter
@@ -352,12 +351,7 @@ class SqliteDialect:
 
 class WriterLock:
     """Who writes next, across the processes and threads writing one SQLite file (see the module
-    docstring): an ``flock`` on a companion file, polled finely up to the busy timeout."""
-
-    # Polling, not a blocking flock: a blocking one has no timeout, and a writer must give up
-    # (503, the platform re-sends) rather than wait forever behind a stopped process.
-    FIRST_PAUSE = 0.0001
-    LONGEST_PAUSE = 0.001
+    docstring): an ``flock`` on a companion file, given up after the busy timeout."""
 
     def __init__(self, path: Path, timeout: float) -> None:
         self.path = path
@@ -368,24 +362,49 @@ class WriterLock:
         # A descriptor per acquisition: flock excludes open file descriptions, so two threads
         # of one process exclude each other too.
         descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        deadline = time.monotonic() + self.timeout
-        pause = self.FIRST_PAUSE
         try:
-            while True:
-                try:
-                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    return descriptor
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise StoreBusy(
-                            f"another writer held the database for over {self.timeout:g} s"
-                        ) from None
-                    time.sleep(pause)
-                    pause = min(pause * 2, self.LONGEST_PAUSE)
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return descriptor
+        except BlockingIOError:
+            pass
         except BaseException:
-            with contextlib.suppress(OSError):
-                os.close(descriptor)
+            os.close(descriptor)
             raise
+        return self._wait(descriptor)
+
+    def _wait(self, descriptor: int) -> int:
+        # A blocking flock wakes the moment the holder lets go (polling wasted up to a sleep's
+        # length at every hand-over, and CPU on every poll), but it has no timeout: it waits
+        # on a thread of its own, and a writer that gives up leaves it to let go of the lock
+        # as soon as it gets it (or of nothing, if it fails).
+        outcome: list[BaseException | None] = []
+        settled = threading.Lock()
+        arrived = threading.Event()
+
+        def block() -> None:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+                error: BaseException | None = None
+            except OSError as failure:
+                error = failure
+            with settled:
+                if outcome:  # the writer gave up: nobody will close it
+                    os.close(descriptor)
+                    return
+                outcome.append(error)
+            arrived.set()
+
+        threading.Thread(target=block, name="ledger-writer-lock", daemon=True).start()
+        arrived.wait(self.timeout)
+        with settled:
+            if not outcome:
+                outcome.append(None)  # tells the waiting thread that it is on its own
+                raise StoreBusy(f"another writer held the database for over {self.timeout:g} s")
+        error = outcome[0]
+        if error is not None:
+            os.close(descriptor)
+            raise StoreUnavailable(f"the database's writer lock failed: {error!r}")
+        return descriptor
 
 
 def _too_large(name: str, currency: str) -> str:
