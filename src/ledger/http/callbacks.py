@@ -23,12 +23,12 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import msgspec
-from litestar import MediaType, Request, post
+from litestar import Request, post
 from litestar.exceptions import ClientException, HTTPException
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
-from litestar.types import Receive
+from litestar.types import Receive, Scope, Send
 from msgspec import Struct
 
 from ..contract import (
@@ -251,7 +251,7 @@ async def _deliver(
         status, outcome, bet_uids = 200, "ok", answer.bet_uids
         # Encoded here and handed to Litestar as a finished ASGI response: its Response turns
         # into one only after resolving a response handler, headers and cookies per request.
-        return ASGIResponse(body=msgspec.json.encode(answer.body), media_type=MediaType.JSON)
+        return _JsonAnswer(msgspec.json.encode(answer.body))
     except LedgerError as exc:
         status, outcome, message = exc.status, exc.key, exc.message
         bet_uids = [exc.bet_uid] if exc.bet_uid is not None else ()
@@ -282,6 +282,32 @@ async def _deliver(
         log_json(log, logging.INFO if status < 500 else logging.ERROR, line)
         if status != 200 and settings.delivery_journal:
             _record_refusal(runtime, delivery.record(status, outcome, bet_uids))
+
+
+class _JsonAnswer(ASGIResponse):
+    """A 200 JSON answer, sent as two ASGI messages.
+
+    Litestar's own ``ASGIResponse`` builds a mutable header collection, encodes it and its
+    cookies, and runs an after-response hook, for every answer: a tenth of a Place Bet's own time
+    on the event loop, for two fixed headers.
+    """
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = self.body
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 # The request is read from the ASGI scope and ``receive`` directly: Litestar's ``Request.headers``
