@@ -708,11 +708,27 @@ def events(
     type=click.IntRange(min=1),
     help="Retention: delete the events committed more than this many days ago.",
 )
-def events_prune(db: str, days: int) -> None:
-    """Delete events older than the retention, a batch of transactions' events at a time."""
+@click.option(
+    "--ignore-webhooks",
+    is_flag=True,
+    help="Also delete events a webhook endpoint has not received yet (it never will).",
+)
+def events_prune(db: str, days: int, ignore_webhooks: bool) -> None:
+    """Delete events older than the retention, a batch of transactions' events at a time.
+
+    Events a webhook endpoint has not received yet are kept, whatever their age, unless
+    --ignore-webhooks; `ledger webhooks forget NAME` drops an endpoint that is gone for good.
+    """
     with opened(db, create=False) as book:
-        gone = book.prune_events(days)
+        gone = book.prune_events(days, keep_undelivered=not ignore_webhooks)
+        slowest = None if ignore_webhooks else book.slowest_webhook()
     click.echo(f"pruned {gone} events committed more than {days} days ago")
+    if slowest is not None:
+        name, cursor = slowest
+        click.echo(
+            f"kept every event after {cursor}: webhook endpoint {name!r} has not received them "
+            f"(`ledger webhooks forget {name}` if it is gone for good)"
+        )
 
 
 # Server and conformance-kit commands live with their packages, each behind its extra; each

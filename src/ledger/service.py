@@ -788,14 +788,20 @@ class Ledger:
             while time.monotonic() < until and self.events_appended == seen:
                 time.sleep(EVENT_TICK)
 
-    def prune_events(self, days: int, *, batch: int = 1000) -> int:
+    def prune_events(self, days: int, *, batch: int = 1000, keep_undelivered: bool = True) -> int:
         """Delete events committed more than ``days`` days ago, ``batch`` transactions' events
-        per unit of work; answers how many events were deleted."""
+        per unit of work; answers how many events were deleted. Unless ``keep_undelivered`` is
+        false, none past the cursor of the slowest webhook endpoint (:meth:`slowest_webhook`)."""
         cutoff = retention_cutoff(days)
         total = 0
-        while gone := self.writer.run(PruneEvents(cutoff, batch)):
+        while gone := self.writer.run(PruneEvents(cutoff, batch, keep_undelivered)):
             total += gone
         return total
+
+    def slowest_webhook(self) -> tuple[str, int] | None:
+        """The webhook endpoint that has received the fewest events, and its cursor (the last
+        event id it received); ``None`` when no endpoint was ever configured."""
+        return self._read(lambda uow: uow.slowest_webhook(), primary=True)
 
     # --- the directory: tournaments, users, bets (ledger.directory) ----------------------------
 

@@ -12,6 +12,7 @@ import click
 
 from .cli import db_option, emit, fail, opened
 from .errors import LedgerError
+from .stores.webhooks import WebhookTables
 from .webhooks import WebhookConfigError, ledger_feed, parse_config, statuses
 
 __all__ = ["COMMANDS"]
@@ -55,6 +56,24 @@ def status(db: str, as_json: bool) -> None:
         click.echo(f"  last success: {data['last_success_at'] or 'never'}")
         if item.last_error is not None:
             click.echo(f"  last error: {data['last_error_at']} {item.last_error}")
+
+
+@webhooks.command("forget")
+@db_option
+@click.argument("name")
+def forget(db: str, name: str) -> None:
+    """Drop endpoint NAME's cursor (an endpoint removed from LEDGER_WEBHOOKS for good).
+
+    Its cursor no longer keeps `ledger events prune` from deleting what it never received. An
+    endpoint still configured starts again from event 0 when a server next runs.
+    """
+    with opened(db, create=False) as book:
+        found = WebhookTables(book.store).forget(name)
+    if not found:
+        fail(
+            LedgerError(f"no webhook endpoint named {name!r} has a cursor", key="webhook.not_found")
+        )
+    click.echo(f"forgot webhook endpoint {name!r}")
 
 
 COMMANDS: list[click.Command] = [webhooks]

@@ -509,14 +509,18 @@ class PruneDeliveries:
 @dataclass(frozen=True, slots=True)
 class PruneEvents:
     """Delete the events of up to ``batch`` transactions committed before ``cutoff``; answers
-    how many events went."""
+    how many events went. With ``keep_undelivered``, none that a webhook endpoint has yet to
+    receive: retention must not take what a receiver that was away would still be sent."""
 
     cutoff: datetime
     batch: int
+    keep_undelivered: bool = True
     size: int = 1
 
     def apply(self, uow: UnitOfWork) -> int:
-        return uow.prune_events(self.cutoff, self.batch)
+        # Read in the same transaction; cursors only move forward, so it can only keep more.
+        slowest = uow.slowest_webhook() if self.keep_undelivered else None
+        return uow.prune_events(self.cutoff, self.batch, None if slowest is None else slowest[1])
 
 
 # --- the adapters ------------------------------------------------------------------------------

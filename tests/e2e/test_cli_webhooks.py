@@ -57,3 +57,28 @@ def test_status_without_a_valid_configuration_says_what_is_wrong(store_url: str)
     )
     assert bad.exit_code == 1
     assert "LEDGER_WEBHOOKS: not JSON" in bad.output
+
+
+def test_events_prune_keeps_what_an_endpoint_has_not_received_until_it_is_forgotten(
+    store_url: str,
+) -> None:
+    with ledger.open_ledger(store_url) as book:
+        book.deposit("u1", "EUR", "1.00", reference="d")
+        WebhookTables(book.store).ensure(["crm"])
+    runner = CliRunner()
+    # --days 1 with a fresh event prunes nothing either way; what the command says is the point.
+    kept = runner.invoke(main, ["events", "prune", "--db", store_url, "--days", "1"])
+    assert kept.exit_code == 0, kept.output
+    assert "webhook endpoint 'crm' has not received them" in kept.output
+    assert "ledger webhooks forget crm" in kept.output
+    forgot = runner.invoke(main, ["webhooks", "forget", "crm", "--db", store_url])
+    assert forgot.exit_code == 0, forgot.output
+    again = runner.invoke(main, ["webhooks", "forget", "crm", "--db", store_url])
+    assert again.exit_code == 1
+    assert "webhook.not_found" in again.output
+    quiet = runner.invoke(main, ["events", "prune", "--db", store_url, "--days", "1"])
+    assert "webhook endpoint" not in quiet.output
+    ignoring = runner.invoke(
+        main, ["events", "prune", "--db", store_url, "--days", "1", "--ignore-webhooks"]
+    )
+    assert ignoring.exit_code == 0, ignoring.output

@@ -17,6 +17,7 @@ from ledger.domain import deposit
 from ledger.events import Event
 from ledger.stores import UnitOfWork
 from ledger.stores.sql import SqlStore
+from ledger.stores.webhooks import WebhookTables
 from ledger.writer import GroupCommit, Move
 from support import payloads as P
 from support.books import batched, fail_commits, raises_key
@@ -243,6 +244,47 @@ def test_pruning_deletes_only_events_past_the_retention(book: ledger.Ledger) -> 
     # Ids never go back after a prune.
     book.deposit("u1", "EUR", "1.00", "newer")
     assert [e.id for e in feed(book)] == [3, 4]
+
+
+def _age_all_events(book: ledger.Ledger) -> None:
+    store = book.store
+    assert isinstance(store, SqlStore)
+    with store.engine.begin() as connection:
+        connection.execute(
+            text("UPDATE event_commits SET committed_at = :at"),
+            {"at": datetime.now(UTC) - timedelta(days=200)},
+        )
+
+
+def test_pruning_keeps_every_event_a_webhook_endpoint_has_not_received(
+    book: ledger.Ledger,
+) -> None:
+    for n in range(4):
+        book.deposit("u1", "EUR", "1.00", f"d{n}")
+    tables = WebhookTables(book.store)
+    tables.ensure(["crm", "bonus"])
+    now = datetime.now(UTC)
+    tables.claim("crm", "h", now, now + timedelta(seconds=30))
+    tables.advance("crm", "h", 0, 4, now, delivered=True)
+    tables.claim("bonus", "h", now, now + timedelta(seconds=30))
+    tables.advance("bonus", "h", 0, 1, now, delivered=True)
+    _age_all_events(book)
+    assert book.slowest_webhook() == ("bonus", 1)
+    assert book.prune_events(120) == 1  # only event 1: bonus has not received 2 to 4
+    assert [e.id for e in feed(book)] == [2, 3, 4]
+    assert tables.forget("bonus")
+    assert not tables.forget("bonus")
+    assert book.slowest_webhook() == ("crm", 4)
+    assert book.prune_events(120) == 3
+
+
+def test_pruning_may_be_told_to_ignore_the_webhooks(book: ledger.Ledger) -> None:
+    book.deposit("u1", "EUR", "1.00", "d")
+    WebhookTables(book.store).ensure(["crm"])  # at cursor 0: has received nothing
+    _age_all_events(book)
+    assert book.prune_events(120) == 0
+    assert book.prune_events(120, keep_undelivered=False) == 1
+    assert book.slowest_webhook() == ("crm", 0)
 
 
 def test_the_appended_counter_counts_committed_events(book: ledger.Ledger) -> None:

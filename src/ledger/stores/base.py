@@ -342,9 +342,13 @@ class UnitOfWork(Protocol):
     def last_event_id(self) -> int:
         """The newest event id (0 before the first)."""
 
-    def prune_events(self, cutoff: datetime, batch: int) -> int:
+    def prune_events(self, cutoff: datetime, batch: int, through: int | None = None) -> int:
         """Delete the events of up to ``batch`` of the oldest transactions committed before
-        ``cutoff``; how many events went."""
+        ``cutoff`` (and, with ``through``, only transactions whose events all have ids up to
+        it); how many events went."""
+
+    def slowest_webhook(self) -> tuple[str, int] | None:
+        """The webhook endpoint whose cursor stands lowest and its cursor (None: none)."""
 
     def bet_times(self, uid: int) -> tuple[datetime, datetime | None] | None:
         """When the bet was placed and closed (``None`` while open), or ``None`` if unknown."""

@@ -31,7 +31,7 @@ from sqlalchemy import Connection, delete, insert, select
 
 from ..events import ROW_COLUMNS, EventRow
 from .dialect import Dialect
-from .schema import event_commits, event_counter, events
+from .schema import event_commits, event_counter, events, webhook_cursors
 
 __all__ = ["append", "last_id", "list_events", "prune", "seal"]
 
@@ -85,6 +85,16 @@ def seal(connection: Connection, dialect: Dialect, grp: int, count: int) -> int:
     return first
 
 
+def slowest_cursor(connection: Connection) -> tuple[str, int] | None:
+    """The webhook endpoint whose cursor stands lowest, and where (None: no endpoint)."""
+    row = connection.execute(
+        select(webhook_cursors.c.endpoint, webhook_cursors.c.position)
+        .order_by(webhook_cursors.c.position, webhook_cursors.c.endpoint)
+        .limit(1)
+    ).first()
+    return None if row is None else (row.endpoint, int(row.position))
+
+
 def _utc(moment: datetime) -> datetime:
     # SQLite hands timestamps back without a zone; they were written in UTC.
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
@@ -117,14 +127,16 @@ def last_id(connection: Connection) -> int:
     return int(value or 0)
 
 
-def prune(connection: Connection, cutoff: datetime, batch: int) -> int:
-    """Delete the events of up to ``batch`` of the oldest groups committed before ``cutoff``;
-    answers how many events went."""
+def prune(connection: Connection, cutoff: datetime, batch: int, through: int | None) -> int:
+    """Delete the events of up to ``batch`` of the oldest groups committed before ``cutoff``
+    (and, with ``through``, whose events all have ids up to it); how many events went."""
+    query = select(event_commits.c.grp, event_commits.c.first_id, event_commits.c.last_id).where(
+        event_commits.c.committed_at < cutoff.astimezone(UTC)
+    )
+    if through is not None:
+        query = query.where(event_commits.c.last_id <= through)
     rows: Sequence[Any] = connection.execute(
-        select(event_commits.c.grp, event_commits.c.first_id, event_commits.c.last_id)
-        .where(event_commits.c.committed_at < cutoff.astimezone(UTC))
-        .order_by(event_commits.c.committed_at, event_commits.c.last_id)
-        .limit(batch)
+        query.order_by(event_commits.c.committed_at, event_commits.c.last_id).limit(batch)
     ).all()
     if not rows:
         return 0

@@ -398,9 +398,13 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             return feed.last_id(self._conn)
 
-    def prune_events(self, cutoff: datetime, batch: int) -> int:
+    def prune_events(self, cutoff: datetime, batch: int, through: int | None = None) -> int:
         with self._store.translate_errors():
-            return feed.prune(self._conn, cutoff, batch)
+            return feed.prune(self._conn, cutoff, batch, through)
+
+    def slowest_webhook(self) -> tuple[str, int] | None:
+        with self._store.translate_errors():
+            return feed.slowest_cursor(self._conn)
 
     # --- the delivery journal -------------------------------------------------------------------
 

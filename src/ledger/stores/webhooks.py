@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 
 from .schema import webhook_cursors
 from .tables import SideTables, utc
@@ -137,6 +137,13 @@ class WebhookTables(SideTables):
                 .where(c_.endpoint.in_(list(endpoints)), c_.holder == holder)
                 .values(holder=None, lease_until=None)
             )
+
+    def forget(self, endpoint: str) -> bool:
+        """Drop an endpoint's row (an endpoint taken out of the configuration for good): its
+        cursor no longer holds the feed's retention back. False if it had none."""
+        with self._tx(write=True) as c:
+            gone = c.execute(delete(webhook_cursors).where(webhook_cursors.c.endpoint == endpoint))
+            return bool(gone.rowcount)
 
     def rows(self) -> list[CursorRow]:
         """Every endpoint's row, by name."""
