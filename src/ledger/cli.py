@@ -13,7 +13,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -30,6 +32,9 @@ from .paging import DEFAULT_LIMIT, EXPORT_PAGE, MAX_LIMIT, Page, csv_lines, ever
 from .service import Ledger, open_ledger, parse_instant
 from .settings import SettingsError, stale_hold_options
 from .views import HoldView
+
+# Seconds `ledger events --follow` waits for an event before looking whether it was stopped.
+FOLLOW_WAIT = 1.0
 
 __all__ = ["main"]
 
@@ -689,13 +694,23 @@ def events(
             if not as_json and len(page.events) == limit:
                 click.echo(f"more: --after {page.next}")
             return
+        # Ctrl-C (or SIGTERM) only asks the loop to stop; it is not raised wherever the main
+        # thread happens to be. A KeyboardInterrupt inside the connection pool could leave its
+        # lock taken, and closing the ledger then hung (seen on a loaded machine).
+        stop = threading.Event()
+        handlers = {
+            number: signal.signal(number, lambda *_: stop.set())
+            for number in (signal.SIGINT, signal.SIGTERM)
+        }
         try:
-            while True:
-                page = book.wait_for_events(page.next, wait=feed.MAX_WAIT, limit=limit, types=types)
+            while not stop.is_set():
+                # Short waits, so that a stop is seen within a second.
+                page = book.wait_for_events(page.next, wait=FOLLOW_WAIT, limit=limit, types=types)
                 for event in page.events:
                     show(event)
-        except KeyboardInterrupt:
-            return
+        finally:
+            for number, handler in handlers.items():
+                signal.signal(number, handler)
 
 
 @events.command("prune")
