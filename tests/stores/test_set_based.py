@@ -350,3 +350,19 @@ def test_a_failure_after_a_set_based_close_wrote_leaves_nothing(
     view = book.bet(1)
     assert view is not None
     assert view.state == "placed"
+
+
+def test_no_store_sends_a_million_item_close_bet_by_bet(store: Store) -> None:
+    # Postgres once bounded the set-based close at 100,000 items (a 1,000,000-item settle
+    # answered 503: a NOT IN the planner stopped hashing); no store bounds it now.
+    with store.unit_of_work(write=False) as uow:
+        bound = uow.set_based_up_to()
+    assert writer.closes_set_based(1_000_000, bound)
+    assert writer.closes_set_based(writer.SET_BASED_FROM, bound)
+    assert not writer.closes_set_based(writer.SET_BASED_FROM - 1, bound)
+
+
+def test_a_bound_sends_a_bigger_close_bet_by_bet() -> None:
+    assert writer.closes_set_based(100_000, 100_000)
+    assert not writer.closes_set_based(100_001, 100_000)
+    assert writer.closes_set_based(10**9, None)

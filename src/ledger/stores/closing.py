@@ -227,6 +227,7 @@ def within_bounds(connection: Connection, dialect: Dialect, kind: Kind, limit: i
            WHERE b.state = 'placed'
            ORDER BY s.pos""",
     )
+    dialect.analyze(connection, ("close_rows",))
     outside = _run(
         connection,
         """SELECT count(*) FROM close_rows
@@ -256,6 +257,7 @@ def within_bounds(connection: Connection, dialect: Dialect, kind: Kind, limit: i
                 SELECT pos, {leg}, '{account_kind}', {account}, {currency}, {amount}, uid
                 FROM close_rows WHERE {when}""",  # noqa: S608 - fixed SQL, no input
         )
+    dialect.analyze(connection, ("close_legs",))
     outside = _run(
         connection,
         """SELECT count(*) FROM accounts a
@@ -385,8 +387,11 @@ def write(
         int(pos)
         for (pos,) in _run(
             connection,
-            "SELECT pos FROM close_stage WHERE pos NOT IN (SELECT pos FROM close_rows) "
-            "ORDER BY pos",
+            # NOT EXISTS, an anti-join on close_rows' key: Postgres hashes a NOT IN list
+            # only while it fits work_mem, and past that (a million items) compares every
+            # item with every closed one, for hours: the statement timeout's 503.
+            "SELECT s.pos FROM close_stage s "
+            "WHERE NOT EXISTS (SELECT 1 FROM close_rows c WHERE c.pos = s.pos) ORDER BY s.pos",
         )
     ]
     noted = [
@@ -454,11 +459,12 @@ def _house_legs(
     """Per chunk, the house legs ``(account, currency, amount)``, sorted, zero sums left out."""
     found: dict[int, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
     for account, currency, amount, when in _HOUSE[kind]:
-        # Summed per bet in SQL (within the bound), per chunk in Python: a house total may
-        # be wider than 64 bits.
+        # Summed per chunk in SQL: within the bound (within_bounds), no sum of the request's
+        # amounts leaves 64 bits. A house total over the request may: that one is Python's.
         rows = _run(
             connection,
-            f"SELECT pos / {chunk}, {currency}, {amount} FROM close_rows WHERE {when}",  # noqa: S608
+            f"SELECT pos / {chunk}, {currency}, sum({amount}) FROM close_rows "  # noqa: S608
+            f"WHERE {when} GROUP BY pos / {chunk}, {currency}",
         )
         for part, code, value in rows:
             found[int(part)][(account, code)] += int(value)
