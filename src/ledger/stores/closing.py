@@ -312,6 +312,7 @@ def write(
            SELECT account, currency, min(kind), sum(amount) FROM close_legs
            GROUP BY account, currency HAVING sum(amount) <> 0 ORDER BY account, currency""",
     )
+    dialect.analyze(connection, ("close_deltas",))
     _run(
         connection,
         """INSERT INTO accounts (name, currency, kind, balance)

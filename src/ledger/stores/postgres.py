@@ -50,6 +50,7 @@ __all__ = ["PostgresDialect", "PostgresStore", "connection_url", "normalize_url"
 
 BULK_ROWS = 20_000
 
+CLOSE_WORK_MEM = "256MB"  # per sort or hash of a set-based close (see PostgresDialect.stage)
 RETRY_STATES = {"23505", "40001", "40P01"}  # unique violation, serialization, deadlock
 BUSY_STATES = {"55P03", "57014"}  # lock_timeout, statement_timeout (query canceled)
 OUT_OF_RANGE = "22003"  # numeric_value_out_of_range
@@ -375,6 +376,10 @@ class PostgresDialect:
         columns: Sequence[tuple[str, str]],
         rows: Sequence[tuple[Any, ...]],
     ) -> None:
+        # For this transaction only: the close's hashes, sorts and windows over every item
+        # (and the bets trigger's transition tables) in memory, not in batches spilled to
+        # disk as the default 4 MB makes them at a million items.
+        connection.exec_driver_sql(f"SET LOCAL work_mem = '{CLOSE_WORK_MEM}'")
         self.temp_table(connection, name, columns)
         # COPY through the driver's own connection: the rows stream in one round trip, without
         # a statement per chunk or Python-side arrays.
