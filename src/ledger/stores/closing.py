@@ -258,11 +258,24 @@ def within_bounds(connection: Connection, dialect: Dialect, kind: Kind, limit: i
                 FROM close_rows WHERE {when}""",  # noqa: S608 - fixed SQL, no input
         )
     dialect.analyze(connection, ("close_legs",))
+    # Each account the legs touch, with the request's total for it (the write adds it): the
+    # accounts to check here, and to change there. In key order, like every other writer's.
+    dialect.temp_table(
+        connection,
+        "close_deltas",
+        (("account", "text"), ("currency", "text"), ("kind", "text"), ("delta", "amount")),
+    )
+    _run(
+        connection,
+        """INSERT INTO close_deltas
+           SELECT account, currency, min(kind), sum(amount) FROM close_legs
+           GROUP BY account, currency ORDER BY account, currency""",
+    )
+    dialect.analyze(connection, ("close_deltas",))
     outside = _run(
         connection,
         """SELECT count(*) FROM accounts a
-           JOIN (SELECT DISTINCT account, currency FROM close_legs) l
-             ON a.name = l.account AND a.currency = l.currency
+           JOIN close_deltas d ON a.name = d.account AND a.currency = d.currency
            WHERE NOT (a.balance BETWEEN -:limit AND :limit)""",
         limit=limit,
     ).scalar()
@@ -298,21 +311,10 @@ def write(
     if changed != closing:
         raise Retry(f"{closing - changed} bet(s) were closed by a concurrent request")
     _append_events(connection, kind, int(closing), request_id, event_slots)
-    # The user accounts, each changed once by the request's total for it, in key order like
-    # every other writer's: credits added (the account created when new), debits (the held
-    # money released) taken only from accounts that hold them.
-    dialect.temp_table(
-        connection,
-        "close_deltas",
-        (("account", "text"), ("currency", "text"), ("kind", "text"), ("delta", "amount")),
-    )
-    _run(
-        connection,
-        """INSERT INTO close_deltas
-           SELECT account, currency, min(kind), sum(amount) FROM close_legs
-           GROUP BY account, currency HAVING sum(amount) <> 0 ORDER BY account, currency""",
-    )
-    dialect.analyze(connection, ("close_deltas",))
+    # The user accounts (close_deltas, from within_bounds), each changed once by the request's
+    # total for it, in key order like every other writer's: credits added (the account
+    # created when new), debits (the held money released) taken only from accounts that hold
+    # them; a zero total changes nothing.
     _run(
         connection,
         """INSERT INTO accounts (name, currency, kind, balance)
