@@ -366,3 +366,31 @@ def test_a_bound_sends_a_bigger_close_bet_by_bet() -> None:
     assert writer.closes_set_based(100_000, 100_000)
     assert not writer.closes_set_based(100_001, 100_000)
     assert writer.closes_set_based(10**9, None)
+
+
+def test_a_huge_body_is_decoded_and_closed_with_the_collector_paused_and_resumed_after(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import json
+
+    from ledger import service
+
+    enabled: list[bool] = []
+    validate = service.validate
+
+    def spy(model: Any, payload: Any) -> Any:
+        if model is service.SettleRequest:
+            enabled.append(gc.isenabled())
+        return validate(model, payload)
+
+    monkeypatch.setattr(service, "validate", spy)
+    _placed(book, 4)
+    small = P.settle(7, *((uid, "5.00") for uid in range(1, 5)))
+    book.settle(json.dumps(small).encode())
+    # Unknown bets, refused after the command was built: enough bytes for 1,001 bets.
+    huge = P.settle(7, *((uid, "0") for uid in range(100, 100 + service.BYTES_PER_BET * 30)))
+    with raises_key("bet.not_found"):
+        book.settle(json.dumps(huge).encode())
+    assert enabled == [True, False]
+    assert gc.isenabled()
