@@ -394,3 +394,34 @@ def test_a_huge_body_is_decoded_and_closed_with_the_collector_paused_and_resumed
         book.settle(json.dumps(huge).encode())
     assert enabled == [True, False]
     assert gc.isenabled()
+
+
+def test_on_postgres_no_set_based_statement_compares_every_item_with_every_other(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The 503 of a 1,000,000-item settle: Postgres hashes a NOT IN (subquery) only while the
+    # hash fits work_mem, and otherwise runs the subquery for every row (quadratic, past the
+    # statement timeout). With a tiny work_mem, 10,000 items are enough to see such a plan.
+    from ledger.stores import closing, postgres
+
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(postgres, "CLOSE_WORK_MEM", "64kB")
+    plans: list[tuple[str, str]] = []
+    run = closing._run
+
+    def explained(connection: Any, sql: str, **params: Any) -> Any:
+        if not sql.lstrip().startswith("DROP"):
+            lines = run(connection, "EXPLAIN " + sql, **params)
+            plans.append((" ".join(sql.split()), "\n".join(line[0] for line in lines)))
+        return run(connection, sql, **params)
+
+    monkeypatch.setattr(closing, "_run", explained)
+    count = 10_000
+    with ledger.open_ledger(postgres_url, migrate=True) as book:
+        book.deposit("u1", "EUR", "110000.00", reference="seed")
+        book.place_bets(P.place(*(P.entry(uid) for uid in range(1, count + 1))))
+        answer = book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, count + 1))))
+        assert len(answer.closed) == count
+    assert any("close_rows" in sql for sql, _ in plans)
+    per_item = [sql for sql, plan in plans if "SubPlan" in plan and "hashed SubPlan" not in plan]
+    assert per_item == []
