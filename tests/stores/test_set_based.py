@@ -374,13 +374,13 @@ def test_a_huge_body_is_decoded_and_closed_with_the_collector_paused_and_resumed
     import gc
     import json
 
-    from ledger import service
+    from ledger import contract, service
 
     enabled: list[bool] = []
-    validate = service.validate
+    validate = contract.validate
 
     def spy(model: Any, payload: Any) -> Any:
-        if model is service.SettleRequest:
+        if model is contract.SettleRequest:
             enabled.append(gc.isenabled())
         return validate(model, payload)
 
