@@ -19,7 +19,13 @@ paths (``tests/stores/test_set_based.py``).
 Money stays exact on SQLite, whose ``+`` turns a sum past 64 bits into an inexact REAL: every
 amount and balance the statements add is checked first to lie within a bound that no sum of the
 request can pass (:func:`within_bounds`); a request beyond it is decided by the domain, in
-Python integers. House legs, a few per chunk, are always added in Python.
+Python integers. House legs are summed per chunk in SQL (within that bound), across chunks in
+Python.
+
+On Postgres every statement is set-based at any size: no ``NOT IN (subquery)``, which the
+planner hashes only while the hash fits ``work_mem`` and otherwise runs once per item (a
+million items: past the statement timeout, a 503); the close runs with a larger ``work_mem``
+(:data:`ledger.stores.postgres.CLOSE_WORK_MEM`) and its temporary tables analysed.
 """
 
 from __future__ import annotations
