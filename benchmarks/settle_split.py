@@ -14,13 +14,11 @@ object: the totals, then the steps, largest CPU (process and server) first, one 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import os
 import resource
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -29,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from run import place_entries, settle_body, store_url
+from run import one_settle, place_entries, settle_body
 
 # Seconds per step: wall, thread CPU, Postgres server CPU; and how many calls.
 TOTALS: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
@@ -143,18 +141,10 @@ def measure(url: str, participants: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--participants", type=int, default=100_000)
-    args = parser.parse_args()
-    with (
-        tempfile.TemporaryDirectory(prefix="ledger-settle-split-") as tmp,
-        store_url(args.store, Path(tmp), "settle") as url,
-    ):
-        figures = measure(url, args.participants)
+    figures = one_settle(__doc__.split("\n\n")[0], measure)
     # One JSON document, a step per line: readable as it is, and parsed whole by a test.
     steps = figures.pop("steps")
-    head = json.dumps({"store": args.store, **figures})[:-1]
+    head = json.dumps(figures)[:-1]
     lines = ",\n  ".join(json.dumps(step) for step in steps)
     print(f'{head}, "steps": [\n  {lines}\n]}}')
 
