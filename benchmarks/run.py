@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -437,6 +437,20 @@ def store_url(store: str, directory: Path, name: str) -> Iterator[str]:
     else:
         with postgres_database() as url:
             yield url
+
+
+def one_settle(description: str, measure: Callable[[str, int], dict[str, Any]]) -> dict[str, Any]:
+    """The command line of the one-settle tools (``settle_http.py``, ``settle_split.py``):
+    ``--store`` and ``--participants``; ``measure(url, participants)`` on a fresh store."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--participants", type=int, default=100_000)
+    args = parser.parse_args()
+    with (
+        tempfile.TemporaryDirectory(prefix="ledger-settle-") as tmp,
+        store_url(args.store, Path(tmp), "settle") as url,
+    ):
+        return {"store": args.store, **measure(url, args.participants)}
 
 
 # --- main ---------------------------------------------------------------------------------------

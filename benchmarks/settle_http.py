@@ -9,28 +9,18 @@ of the suite: a before/after of the settle path takes minutes instead of the who
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from run import bench_settle, store_url
+from run import bench_settle, one_settle
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
-    parser.add_argument("--participants", type=int, default=100_000)
-    args = parser.parse_args()
-    with (
-        tempfile.TemporaryDirectory(prefix="ledger-settle-http-") as tmp,
-        store_url(args.store, Path(tmp), "settle") as url,
-    ):
-        figures = bench_settle(url, args.participants)
-    json.dump({"store": args.store, **figures}, sys.stdout)
+    figures = one_settle(__doc__.split("\n\n")[0], bench_settle)
+    json.dump(figures, sys.stdout)
     print()
 
 

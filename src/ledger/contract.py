@@ -170,6 +170,13 @@ def _number_hook(text: str) -> Amount:
         raise ValueError(error.message) from None  # msgspec adds where: "- at `$...amount`"
 
 
+# Amount strings already read, each once: a settle of a million repeats a few payouts ("0.00"
+# above all), a tournament's entries one fee. An Amount is immutable, so one object may stand
+# for every copy; bounded, so that a hostile variety of strings cannot grow it.
+_READ: dict[str, Amount] = {}
+_READ_MAX = 4096
+
+
 def _amount_hook(kind: type[Any], value: Any) -> Any:
     # msgspec's dec_hook: a JSON string or integer in an Amount field, or a Python value given
     # to validate() in a dict (str, int, Decimal, or a float from json.loads).
@@ -177,8 +184,15 @@ def _amount_hook(kind: type[Any], value: Any) -> Any:
         raise NotImplementedError(kind)
     if isinstance(value, Amount):
         return value  # from _number_hook: already checked
-    if isinstance(value, str) and is_plain_decimal(value):
-        return Amount(value)  # the common case, without building a Decimal twice
+    if isinstance(value, str):
+        known = _READ.get(value)
+        if known is not None:
+            return known
+        if is_plain_decimal(value):
+            amount = Amount(value)  # the common case, without building a Decimal twice
+            if len(_READ) < _READ_MAX:
+                _READ[value] = amount
+            return amount
     try:
         return Amount(parse_decimal(value, field="amount"))
     except InvalidAmount as error:

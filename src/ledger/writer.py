@@ -69,6 +69,7 @@ __all__ = [
     "RefundBets",
     "SettleBets",
     "Writer",
+    "closes_set_based",
 ]
 
 log = logging.getLogger("ledger.writer")
@@ -396,6 +397,12 @@ class _Closing(Generic[Named]):
     staged: Callable[[UnitOfWork], list[Staged] | None]
 
 
+def closes_set_based(items: int, bound: int | None) -> bool:
+    """Whether a refund or settle of ``items`` is closed set-based on a store that closes up
+    to ``bound`` items so (None: no bound)."""
+    return items >= SET_BASED_FROM and (bound is None or items <= bound)
+
+
 def _close(
     uow: UnitOfWork,
     items: Sequence[Named],
@@ -406,8 +413,7 @@ def _close(
     """Close the bets of a refund or settle: set-based when it is huge, else (or when the
     set-based close declines) chunk by chunk through the domain, in the one unit of work: a
     later chunk sees what earlier ones wrote (a bet named twice is closed once)."""
-    bound = uow.set_based_up_to()
-    huge = len(items) >= SET_BASED_FROM and (bound is None or len(items) <= bound)
+    huge = closes_set_based(len(items), uow.set_based_up_to())
     result = _close_set(uow, items, closing, delivery) if huge else None
     if result is None:
         closed: list[int] = []

@@ -37,5 +37,24 @@ def test_readme_settle_cpu_command_settles_every_participant_on_both_paths() -> 
 def test_every_benchmark_the_section_names_exists() -> None:
     block = marked_block("### Huge refunds and settles, set-based")
     scripts = set(re.findall(r"benchmarks/\w+\.py", block))
-    assert scripts == {"benchmarks/settle_cpu.py", "benchmarks/settle_http.py"}
+    assert scripts == {
+        "benchmarks/settle_cpu.py",
+        "benchmarks/settle_http.py",
+        "benchmarks/settle_split.py",
+    }
     assert all((ROOT / Path(script)).is_file() for script in scripts)
+
+
+def test_readme_settle_split_command_names_every_step_of_the_settle() -> None:
+    block = marked_block("### Huge refunds and settles, set-based")
+    (line,) = [line for line in block.splitlines() if "benchmarks/settle_split.py" in line]
+    command = line.split("#")[0].split()
+    done = subprocess.run(
+        [sys.executable, *command[1:]], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    figures = json.loads(done.stdout)
+    assert figures["participants"] == 2000
+    steps = {step["step"] for step in figures["steps"]}
+    for step in ("closing.stage", "closing.write", "commit", "build the command (claims, Seen)"):
+        assert step in steps
+    assert any(step.startswith("sql: UPDATE bets") for step in steps)

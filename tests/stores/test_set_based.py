@@ -350,3 +350,78 @@ def test_a_failure_after_a_set_based_close_wrote_leaves_nothing(
     view = book.bet(1)
     assert view is not None
     assert view.state == "placed"
+
+
+def test_no_store_sends_a_million_item_close_bet_by_bet(store: Store) -> None:
+    # Postgres once bounded the set-based close at 100,000 items (a 1,000,000-item settle
+    # answered 503: a NOT IN the planner stopped hashing); no store bounds it now.
+    with store.unit_of_work(write=False) as uow:
+        bound = uow.set_based_up_to()
+    assert writer.closes_set_based(1_000_000, bound)
+    assert writer.closes_set_based(writer.SET_BASED_FROM, bound)
+    assert not writer.closes_set_based(writer.SET_BASED_FROM - 1, bound)
+
+
+def test_a_bound_sends_a_bigger_close_bet_by_bet() -> None:
+    assert writer.closes_set_based(100_000, 100_000)
+    assert not writer.closes_set_based(100_001, 100_000)
+    assert writer.closes_set_based(10**9, None)
+
+
+def test_a_huge_body_is_decoded_and_closed_with_the_collector_paused_and_resumed_after(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+    import json
+
+    from ledger import contract, service
+
+    enabled: list[bool] = []
+    validate = contract.validate
+
+    def spy(model: Any, payload: Any) -> Any:
+        if model is contract.SettleRequest:
+            enabled.append(gc.isenabled())
+        return validate(model, payload)
+
+    monkeypatch.setattr(service, "validate", spy)
+    _placed(book, 4)
+    small = P.settle(7, *((uid, "5.00") for uid in range(1, 5)))
+    book.settle(json.dumps(small).encode())
+    # Unknown bets, refused after the command was built: enough bytes for 1,001 bets.
+    huge = P.settle(7, *((uid, "0") for uid in range(100, 100 + service.BYTES_PER_BET * 30)))
+    with raises_key("bet.not_found"):
+        book.settle(json.dumps(huge).encode())
+    assert enabled == [True, False]
+    assert gc.isenabled()
+
+
+def test_on_postgres_no_set_based_statement_compares_every_item_with_every_other(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The 503 of a 1,000,000-item settle: Postgres hashes a NOT IN (subquery) only while the
+    # hash fits work_mem, and otherwise runs the subquery for every row (quadratic, past the
+    # statement timeout). With a tiny work_mem, 10,000 items are enough to see such a plan.
+    from ledger.stores import closing, postgres
+
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(postgres, "CLOSE_WORK_MEM", "64kB")
+    plans: list[tuple[str, str]] = []
+    run = closing._run
+
+    def explained(connection: Any, sql: str, **params: Any) -> Any:
+        if not sql.lstrip().startswith("DROP"):
+            lines = run(connection, "EXPLAIN " + sql, **params)
+            plans.append((" ".join(sql.split()), "\n".join(line[0] for line in lines)))
+        return run(connection, sql, **params)
+
+    monkeypatch.setattr(closing, "_run", explained)
+    count = 10_000
+    with ledger.open_ledger(postgres_url, migrate=True) as book:
+        book.deposit("u1", "EUR", "110000.00", reference="seed")
+        book.place_bets(P.place(*(P.entry(uid) for uid in range(1, count + 1))))
+        answer = book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, count + 1))))
+        assert len(answer.closed) == count
+    assert any("close_rows" in sql for sql, _ in plans)
+    per_item = [sql for sql, plan in plans if "SubPlan" in plan and "hashed SubPlan" not in plan]
+    assert per_item == []

@@ -146,3 +146,31 @@ def test_the_platform_waits_two_minutes_for_bets_and_five_for_tournaments() -> N
         "cancel:tournament": 300.0,
         "winners:tournament": 300.0,
     }
+
+
+def test_an_amount_string_read_again_is_the_same_value_and_the_memo_stays_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from decimal import Decimal
+
+    from ledger.contract import SettleRequest
+
+    monkeypatch.setattr(contract, "_READ", {})
+    monkeypatch.setattr(contract, "_READ_MAX", 3)
+
+    def payouts(*texts: str) -> list[Decimal]:
+        bets = [
+            {"user": {"uid": "u1"}, "bet": {"uid": n + 1, "payout": text}}
+            for n, text in enumerate(texts)
+        ]
+        request = validate(SettleRequest, {"pools": [{"pool": {"uid": 7}, "bets": bets}]})
+        return [part.bet.payout for part in request.pools[0].bets]
+
+    first = payouts("0.00", "25.00", "0.00", "1.5", "2", "3")
+    again = payouts("0.00", "25.00", "0.00", "1.5", "2", "3")
+    assert first == again == [Decimal(t) for t in ("0.00", "25.00", "0.00", "1.5", "2", "3")]
+    assert [str(value) for value in again] == ["0.00", "25.00", "0.00", "1.5", "2", "3"]
+    assert first[0] is first[2] is again[0]  # one object for every copy
+    assert len(contract._READ) == 3  # bounded: later strings are read, not remembered
+    with pytest.raises(InvalidRequest):
+        payouts("1_000")  # still refused, memo or not

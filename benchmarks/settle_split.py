@@ -1,0 +1,153 @@
+"""Where one embedded Settle of N participants spends its time: a split by step and statement.
+
+    .venv/bin/python benchmarks/settle_split.py --store sqlite --participants 100000
+    .venv/bin/python benchmarks/settle_split.py --store postgres --participants 1000000
+
+The same book and body as ``run.py``'s (c). Each step of the settle (decoding and validating
+the body, describing the users, building the claims and the staged rows, staging, each
+set-based statement of ``ledger.stores.closing``, the events, the directory's upsert, the
+commit) is wrapped and timed three ways: wall seconds, CPU seconds of the calling thread (on
+SQLite that is SQLite's own work too), and on Postgres the CPU seconds of the server's
+processes meanwhile. On a shared machine the CPU columns are the ones to compare. One JSON
+object: the totals, then the steps, largest CPU (process and server) first, one per line.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import resource
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from run import one_settle, place_entries, settle_body
+
+# Seconds per step: wall, thread CPU, Postgres server CPU; and how many calls.
+TOTALS: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+_server: list[int] = []  # the postmaster's pid, once known
+
+
+def server_cpu() -> float:
+    """CPU seconds of the Postgres server's processes so far (0 on SQLite)."""
+    if not _server:
+        return 0.0
+    pid, ticks, total = _server[0], os.sysconf("SC_CLK_TCK"), 0.0
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += [int(child) for child in Path(task, "children").read_text().split()]
+    for process in [pid, *children]:
+        try:
+            fields = Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def _timed(label: str, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    wall, cpu, server = time.perf_counter(), time.thread_time(), server_cpu()
+    try:
+        return function(*args, **kwargs)
+    finally:
+        step = TOTALS[label]
+        step[0] += time.perf_counter() - wall
+        step[1] += time.thread_time() - cpu
+        step[2] += server_cpu() - server
+        step[3] += 1
+
+
+def wrap(owner: Any, name: str, label: str) -> None:
+    function = getattr(owner, name)
+
+    @functools.wraps(function)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        return _timed(label, function, *args, **kwargs)
+
+    setattr(owner, name, timed)
+
+
+def instrument() -> None:
+    from ledger import contract, service, writer
+    from ledger.stores import closing, sql
+
+    run = closing._run
+
+    def statement(connection: Any, text: str, **params: Any) -> Any:
+        label = "sql: " + " ".join(text.split())[:72]
+        return _timed(label, run, connection, text, **params)
+
+    closing._run = statement  # type: ignore[assignment]
+    wrap(contract, "validate", "decode and validate the body (msgspec)")
+    service.validate = contract.validate  # type: ignore[attr-defined]
+    wrap(service, "_seen_in_pools", "describe the users and tournaments (Seen)")
+    wrap(service.Ledger, "_settle_command", "build the command (claims, Seen)")
+    wrap(writer.SettleBets, "_staged", "staged rows (payouts to minor units)")
+    for name in ("stage", "first_refusal", "within_bounds", "write", "_append_events"):
+        wrap(closing, name, f"closing.{name}")
+    wrap(closing, "_house_legs", "closing._house_legs")
+    wrap(writer, "_record_seen", "directory upsert (users, tournaments)")
+    wrap(writer, "_journal", "delivery journal row")
+    wrap(sql.SqlUnitOfWork, "commit", "commit")
+
+
+def measure(url: str, participants: int) -> dict[str, Any]:
+    import ledger
+
+    first_uid = 10_000_000_000 + participants
+    place_entries(url, participants, first_uid)
+    body = settle_body(participants, first_uid)
+    instrument()
+    book = ledger.open_ledger(url)
+    try:
+        if url.startswith("postgresql"):
+            with book.store.engine.connect() as connection:  # type: ignore[attr-defined]
+                directory = connection.exec_driver_sql("SHOW data_directory").scalar()
+            _server.append(int(Path(directory, "postmaster.pid").read_text().split()[0]))
+        TOTALS.clear()
+        server = server_cpu()
+        wall, cpu = time.perf_counter(), time.process_time()
+        answer = book.settle(body)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        server = server_cpu() - server
+    finally:
+        book.close()
+    if len(answer.closed) != participants:
+        raise RuntimeError(f"closed {len(answer.closed)} of {participants}")
+    steps = sorted(TOTALS.items(), key=lambda item: -(item[1][1] + item[1][2]))
+    return {
+        "participants": participants,
+        "wall_s": round(wall, 2),
+        "process_cpu_s": round(cpu, 2),
+        "server_cpu_s": round(server, 2),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "steps": [
+            {
+                "step": label,
+                "wall_s": round(step[0], 3),
+                "cpu_s": round(step[1], 3),
+                "server_cpu_s": round(step[2], 3),
+                "calls": int(step[3]),
+            }
+            for label, step in steps
+        ],
+    }
+
+
+def main() -> None:
+    figures = one_settle(__doc__.split("\n\n")[0], measure)
+    # One JSON document, a step per line: readable as it is, and parsed whole by a test.
+    steps = figures.pop("steps")
+    head = json.dumps(figures)[:-1]
+    lines = ",\n  ".join(json.dumps(step) for step in steps)
+    print(f'{head}, "steps": [\n  {lines}\n]}}')
+
+
+if __name__ == "__main__":
+    main()
