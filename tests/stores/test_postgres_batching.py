@@ -52,6 +52,11 @@ def _add_and_commit(store: PostgresStore, *groups: list[Bet]) -> None:
         uow.commit()
 
 
+def _add_in_savepoint(uow: Any, bets: list[Bet]) -> None:
+    with uow.savepoint():
+        uow.add_bets(bets)
+
+
 def _add_and_give_up(uow: Any, bets: list[Bet]) -> None:
     with uow.savepoint():
         uow.add_bets(bets)
@@ -83,6 +88,22 @@ def test_inserts_queued_in_a_rolled_back_savepoint_are_never_sent(pg_book: ledge
         uow.commit()
     assert pg_book.bet(2) is not None
     assert pg_book.bet(3) is None
+
+
+def test_a_queued_insert_that_fails_rolls_back_to_its_savepoint_only(
+    pg_book: ledger.Ledger,
+) -> None:
+    pg_book.place_bets(P.place(P.entry(1, amount=0, rake=0)))
+    store = _store(pg_book)
+    with store.unit_of_work() as uow:
+        uow.add_bets([_bet(2)])
+        # The duplicate fails inside its savepoint (as a group of Place Bets does when another
+        # process placed one of its bets), so the unit of work goes on, as with any failure.
+        with pytest.raises(Retry):
+            _add_in_savepoint(uow, [_bet(1), _bet(3)])
+        uow.add_bets([_bet(4)])
+        uow.commit()
+    assert [pg_book.bet(uid) is not None for uid in (2, 3, 4)] == [True, False, True]
 
 
 def test_a_group_of_place_bets_writes_every_row_it_queued(pg_book: ledger.Ledger) -> None:

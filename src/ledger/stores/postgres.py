@@ -265,6 +265,9 @@ class PostgresDialect:
     def allocate_event_group(self, connection: Connection) -> int:
         return self._ids["event_groups"].take(connection, 1)[0]
 
+    def send_queued(self, connection: Connection) -> None:
+        _run(connection, None, None)
+
     def insert_rows(
         self,
         connection: Connection,
@@ -457,7 +460,8 @@ class PostgresDialect:
 # statement). Statements whose outcome nobody reads (bulk inserts without RETURNING, the
 # deferred checks) are therefore queued on the connection and sent, in psycopg's pipeline mode,
 # together with the next statement that needs an answer: a failure surfaces there, inside the
-# same savepoint or transaction, which rolls back as it would have. Every statement issued
+# same savepoint or transaction, which rolls back as it would have (a savepoint sends the queue
+# before it is released: ``send_queued``, called by the unit of work). Every statement issued
 # through SQLAlchemy on that connection sends the queue first (``before_cursor_execute``), so
 # the order of the statements never changes; a commit sends it with the COMMIT, and a rollback
 # (of the transaction or of a savepoint, which never has older statements queued: opening it
