@@ -259,7 +259,7 @@ class PostgresDialect:
     def check_deferred(self, connection: Connection) -> None:
         # The balancing trigger and the postings' foreign key are deferred to commit: for a
         # million-participant settle, seconds of checks, to be run before the counter's lock
-        # (sent with the counter's update, which follows at once: one round trip).
+        # (queued: sent just before the counter's update, which follows at once).
         _defer(connection, "SET CONSTRAINTS ALL IMMEDIATE", None)
 
     def allocate_event_group(self, connection: Connection) -> int:
