@@ -6,8 +6,11 @@ Starts an embedded Postgres of its own (fsync on, as in production: the event fe
 row serialises the tail of each commit, so what it could cost is commits that no longer share a
 WAL flush), migrates a fresh database with the code on ``PYTHONPATH``, then runs ``--processes``
 processes, each submitting one-entry Place Bets (raw JSON, ``--in-flight`` at a time, through
-group commit) for ``--seconds``. Prints one JSON line: Place Bets per second (wall clock) and
-CPU milliseconds per 1,000 Place Bets (the processes' own), for before/after comparisons.
+group commit) for ``--seconds``. Prints one JSON line: Place Bets per second (wall clock), CPU
+milliseconds per 1,000 Place Bets of the writer processes (``cpu_ms_per_1000``) and of the
+Postgres server (``postgres_cpu_ms_per_1000``: every backend and background process, read from
+``/proc``), and their sum, for before/after comparisons: on a small machine the database's CPU
+competes with the ledger's.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import time
 from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any
+
+from run import tree_cpu_seconds  # this directory is on sys.path when run as a script
 
 USERS = 256
 
@@ -88,10 +93,14 @@ def main() -> None:
             ]
             for worker in workers:
                 worker.start()
+            postmaster = server.get_pid()
+            assert postmaster is not None
             barrier.wait(timeout=120)
             started = time.monotonic()
+            database_before = tree_cpu_seconds(postmaster, reaped=True)[0]
             outcomes = [results.get(timeout=options.seconds + 120) for _ in workers]
             elapsed = time.monotonic() - started
+            database = tree_cpu_seconds(postmaster, reaped=True)[0] - database_before
             for worker in workers:
                 worker.join()
         finally:
@@ -102,6 +111,8 @@ def main() -> None:
         "processes": options.processes,
         "place_bets_per_second": round(placed / elapsed, 1),
         "cpu_ms_per_1000": round(cpu * 1000 / placed * 1000, 1),
+        "postgres_cpu_ms_per_1000": round(database * 1000 / placed * 1000, 1),
+        "total_cpu_ms_per_1000": round((cpu + database) * 1000 / placed * 1000, 1),
     }
     json.dump(figures, sys.stdout)
     print()

@@ -62,27 +62,32 @@ def auth_header() -> str:
     return f"Bearer {CLIENT} {jwt.encode(claims, SECRET, algorithm='HS256')}"
 
 
-def _ticks(stat: Path) -> tuple[int, int]:
-    """(parent pid, user + system clock ticks) from a ``/proc/.../stat`` file."""
+def _ticks(stat: Path, *, reaped: bool = False) -> tuple[int, int]:
+    """(parent pid, user + system clock ticks) from a ``/proc/.../stat`` file; with ``reaped``,
+    the ticks of the children it has waited for are included."""
     # The command name (field 2) may hold spaces and parentheses: split after it.
     fields = stat.read_text().rsplit(")", 1)[1].split()
-    return int(fields[1]), int(fields[11]) + int(fields[12])
+    ticks = int(fields[11]) + int(fields[12])
+    if reaped:
+        ticks += int(fields[13]) + int(fields[14])
+    return int(fields[1]), ticks
 
 
-def tree_cpu_seconds(pid: int) -> tuple[float, float]:
+def tree_cpu_seconds(pid: int, *, reaped: bool = False) -> tuple[float, float]:
     """CPU seconds (user + system) used so far by ``pid`` and every process under it (workers):
     in all their threads, and in their main threads only (where the event loop runs).
 
     Far less noisy than requests per second on a shared machine: what a request costs the
     server, whoever else competes for the cores meanwhile. The event loop's share does not
-    depend on how large the writer's batches grow under the load, the rest does.
+    depend on how large the writer's batches grow under the load, the rest does. ``reaped``
+    adds the CPU of children that have exited (a database server's short-lived workers).
     """
     parents: dict[int, int] = {}
     times: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             process = int(stat.parent.name)
-            parents[process], times[process] = _ticks(stat)
+            parents[process], times[process] = _ticks(stat, reaped=reaped)
         except (OSError, IndexError, ValueError):
             continue  # exited meanwhile
     tree, frontier = {pid}, [pid]
@@ -97,6 +102,21 @@ def tree_cpu_seconds(pid: int) -> tuple[float, float]:
             main += _ticks(Path(f"/proc/{process}/task/{process}/stat"))[1]
     tick = os.sysconf("SC_CLK_TCK")
     return sum(times.get(process, 0) for process in tree) / tick, main / tick
+
+
+def database_pid(url: str) -> int | None:
+    """The postmaster's pid of the Postgres server holding ``url``, when it runs on this machine
+    and its data directory is readable here (an embedded server); else None."""
+    if not url.startswith("postgresql"):
+        return None
+    import psycopg
+
+    with contextlib.suppress(psycopg.Error, OSError, ValueError, IndexError):
+        with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1)) as conn:
+            row = conn.execute("SHOW data_directory").fetchone()
+        if row is not None:
+            return int((Path(row[0]) / "postmaster.pid").read_text().split()[0])
+    return None
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -166,8 +186,10 @@ def wrk(
     seconds: int,
     connections: int = CONNECTIONS,
     pid: int | None = None,
+    database: int | None = None,
 ) -> dict[str, Any]:
-    """One wrk run; with ``pid``, also the server's CPU microseconds per request."""
+    """One wrk run; with ``pid``, also the server's CPU microseconds per request, and with
+    ``database`` (a postmaster's pid) the database server's (every backend and worker)."""
     if shutil.which("wrk") is None:
         raise SystemExit("benchmark (a) needs wrk: apt-get install wrk")
     command = [
@@ -176,6 +198,7 @@ def wrk(
         "--", auth_header(), str(users), path, str(next(_RUNS) * 10_000_000_000),
     ]  # fmt: skip
     cpu_before = tree_cpu_seconds(pid) if pid is not None else (0.0, 0.0)
+    db_before = tree_cpu_seconds(database, reaped=True)[0] if database is not None else 0.0
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     line = next(line for line in output.splitlines() if line.startswith("WRK_JSON "))
     data: dict[str, Any] = json.loads(line.removeprefix("WRK_JSON "))
@@ -185,6 +208,11 @@ def wrk(
         requests = max(1, data["requests"])
         data["server_cpu_us_per_request"] = (cpu_after[0] - cpu_before[0]) * 1e6 / requests
         data["loop_cpu_us_per_request"] = (cpu_after[1] - cpu_before[1]) * 1e6 / requests
+    if database is not None:
+        db_after = tree_cpu_seconds(database, reaped=True)[0]
+        data["database_cpu_us_per_request"] = (
+            (db_after - db_before) * 1e6 / max(1, data["requests"])
+        )
     return data
 
 
@@ -215,12 +243,17 @@ def bench_http(
     """(a) Place Bet against ``echo`` (measured in the same run) and, with ``hot``, (d)."""
     port = free_port()
     result: dict[str, Any] = {"workers": workers, "echo": echo}
+    postmaster = database_pid(db)
     with ledger_server(db, port, workers) as process:
         fund(port, [f"u{n}" for n in range(USERS)])
         wrk(port, "/bets", USERS, 2)
-        result["place_bet"] = wrk(port, "/bets", USERS, seconds, pid=process.pid)
+        result["place_bet"] = wrk(
+            port, "/bets", USERS, seconds, pid=process.pid, database=postmaster
+        )
         if hot:
-            result["place_bet_hot"] = wrk(port, "/bets", 1, seconds, pid=process.pid)
+            result["place_bet_hot"] = wrk(
+                port, "/bets", 1, seconds, pid=process.pid, database=postmaster
+            )
     for key in ("place_bet", "place_bet_hot"):
         if key in result and result[key]["non_2xx"]:
             raise RuntimeError(f"{key}: {result[key]['non_2xx']} non-2xx answers")
@@ -583,6 +616,14 @@ def report(results: dict[str, Any]) -> None:
                     "",
                 )
             )
+            if "database_cpu_us_per_request" in bet:
+                rows.append(
+                    (
+                        f"{name}: database server CPU per request",
+                        f"{bet['database_cpu_us_per_request']:.0f} us (every Postgres process)",
+                        "",
+                    )
+                )
             if "ratio_hot" in http:
                 rows.append(
                     (

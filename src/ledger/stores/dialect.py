@@ -56,6 +56,12 @@ class Dialect(Protocol):
         the event feed's counter lock, taken next, is held for no more than the commit."""
         ...
 
+    def send_queued(self, connection: Connection) -> None:
+        """Send now the statements the dialect holds back to send with a later one (Postgres
+        queues bulk inserts nobody reads back): before a savepoint is released, so that a
+        failure among them still rolls back to it."""
+        ...
+
     def allocate_event_group(self, connection: Connection) -> int:
         """A new event group key, for the events of one transaction (ledger.stores.events)."""
         ...

@@ -39,9 +39,7 @@ COLUMNS = ("grp", "ordinal", *ROW_COLUMNS)
 
 # Written with "?" placeholders, swapped for the driver's own (see seal).
 _TAKE_IDS = "UPDATE event_counter SET last_id = last_id + ? WHERE id = 1 RETURNING last_id"
-_RECORD_COMMIT = (
-    "INSERT INTO event_commits (grp, first_id, last_id, committed_at) VALUES (?, ?, ?, ?)"
-)
+_COMMIT_COLUMNS = ("grp", "first_id", "last_id", "committed_at")
 
 
 def append(
@@ -77,10 +75,12 @@ def seal(connection: Connection, dialect: Dialect, grp: int, count: int) -> int:
         last = count
         connection.execute(insert(event_counter).values(id=1, last_id=last))
     first = int(last) - count + 1
-    dialect.run(
+    # Through the dialect's bulk insert: on Postgres it goes with the COMMIT that follows.
+    dialect.insert_rows(
         connection,
-        _RECORD_COMMIT.replace("?", mark),
-        (grp, first, int(last), dialect.timestamp(datetime.now(UTC))),
+        event_commits,
+        _COMMIT_COLUMNS,
+        [(grp, first, int(last), dialect.timestamp(datetime.now(UTC)))],
     )
     return first
 

@@ -9,12 +9,15 @@ every wait so that an outage answers 503 long before the platform's 2-minute tim
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+import psycopg
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -24,6 +27,7 @@ from sqlalchemy import (
     Integer,
     Table,
     create_engine,
+    event,
     func,
     text,
 )
@@ -42,7 +46,7 @@ from ..errors import (
 )
 from .base import Retry
 from .migrations import current_revision, head_revision
-from .queries import BET_SELECT, account_balances
+from .queries import BET_SELECT
 from .schema import Amount
 from .sql import SqlStore
 
@@ -51,6 +55,19 @@ __all__ = ["PostgresDialect", "PostgresStore", "connection_url", "normalize_url"
 BULK_ROWS = 20_000
 
 CLOSE_WORK_MEM = "256MB"  # per sort or hash of a set-based close (see PostgresDialect.stage)
+# Bulk rows travel as arrays in psycopg's binary format (``%b``): the text format quotes and
+# escapes every element in Python (a regular expression per value), which cost more client CPU
+# per Place Bet than the statements themselves; the ``::type[]`` casts stay, so a value arrives
+# as exactly the same SQL value.
+
+# Ids are drawn from their sequences this many at a time and handed out by the process: a group
+# of Place Bets needs transaction ids, an event group and delivery ids, each a round trip of its
+# own when drawn one group at a time. A sequence value is never given out twice whatever happens
+# to the transaction that drew it, so a block outlives the transaction; ids only need to be
+# unique (every order is by posting id, time, or uid), and an unused block is a gap, as a
+# rolled-back transaction's ids always were.
+ID_BLOCK = 1000
+
 RETRY_STATES = {"23505", "40001", "40P01"}  # unique violation, serialization, deadlock
 BUSY_STATES = {"55P03", "57014"}  # lock_timeout, statement_timeout (query canceled)
 OUT_OF_RANGE = "22003"  # numeric_value_out_of_range
@@ -224,6 +241,10 @@ class PostgresDialect:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self._ids = {
+            name: _IdBlock(name) for name in ("transaction_ids", "delivery_ids", "event_groups")
+        }
+        _listen(engine)
 
     def connect(self, *, write: bool) -> Connection:
         connection = self._engine.connect()
@@ -231,24 +252,29 @@ class PostgresDialect:
         return connection
 
     def run(self, connection: Connection, sql: str, parameters: Sequence[Any] = ()) -> Any:
-        return connection.exec_driver_sql(sql, tuple(parameters))
+        # With whatever is queued, in one round trip (the counter's update: with SET CONSTRAINTS).
+        return _run(connection, sql, tuple(parameters))
 
     def release(self, connection: Connection) -> None:
         return None  # Postgres locks rows, and its locks end with the transaction
 
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
-        return _next_ids(connection, "transaction_ids", count)
+        return self._ids["transaction_ids"].take(connection, count)
 
     def allocate_delivery_ids(self, connection: Connection, count: int) -> list[int]:
-        return _next_ids(connection, "delivery_ids", count)
+        return self._ids["delivery_ids"].take(connection, count)
 
     def check_deferred(self, connection: Connection) -> None:
         # The balancing trigger and the postings' foreign key are deferred to commit: for a
-        # million-participant settle, seconds of checks, to be run before the counter's lock.
-        connection.exec_driver_sql("SET CONSTRAINTS ALL IMMEDIATE")
+        # million-participant settle, seconds of checks, to be run before the counter's lock
+        # (queued: sent just before the counter's update, which follows at once).
+        _defer(connection, "SET CONSTRAINTS ALL IMMEDIATE", None)
 
     def allocate_event_group(self, connection: Connection) -> int:
-        return _next_ids(connection, "event_groups", 1)[0]
+        return self._ids["event_groups"].take(connection, 1)[0]
+
+    def send_queued(self, connection: Connection) -> None:
+        _run(connection, None, None)
 
     def insert_rows(
         self,
@@ -262,36 +288,27 @@ class PostgresDialect:
     ) -> None:
         if not rows:
             return
-        # One INSERT ... SELECT FROM unnest(arrays) per chunk: a single statement (and round trip)
-        # for tens of thousands of rows, and statement-level triggers fire once per chunk.
-        arrays = ", ".join(f"%s::{_array_type(table.c[name].type)}[]" for name in columns)
-        values = ", ".join(
-            f"v.{name}::json" if isinstance(table.c[name].type, JSON) else f"v.{name}"
-            for name in columns
-        )
-        names = ", ".join(columns)
-        conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
-        if upsert is not None:
-            conflict = f" {upsert}"
-        sql = (
-            f"INSERT INTO {table.name} ({names}) SELECT {values} "  # noqa: S608
-            f"FROM unnest({arrays}) AS v({names}){conflict}"
-        )
+        sql = _insert_sql(table, tuple(columns), ignore_conflicts, upsert)
         for start in range(0, len(rows), BULK_ROWS):
             chunk = rows[start : start + BULK_ROWS]
-            connection.exec_driver_sql(
-                sql, tuple(list(column) for column in zip(*chunk, strict=True))
-            )
+            arrays = tuple(list(column) for column in zip(*chunk, strict=True))
+            if len(chunk) <= DEFERRED_ROWS:
+                # Nothing reads its outcome: sent with the next statement that needs an answer.
+                _defer(connection, sql, arrays)
+            else:
+                _run(connection, sql, arrays)
 
     def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
         changed = 0
         for start in range(0, len(rows), BULK_ROWS):
             chunk = rows[start : start + BULK_ROWS]
-            result = connection.exec_driver_sql(
+            result = _run(
+                connection,
                 "UPDATE accounts a SET balance = a.balance + v.delta "
-                "FROM unnest(%s::numeric[], %s::text[], %s::text[]) AS v(delta, name, currency) "
+                "FROM unnest(%b::numeric[], %b::text[], %b::text[]) AS v(delta, name, currency) "
                 "WHERE a.name = v.name AND a.currency = v.currency AND a.balance + v.delta >= 0",
                 tuple(list(column) for column in zip(*chunk, strict=True)),
+                lookup=True,
             )
             changed += int(result.rowcount)
         return changed
@@ -304,40 +321,29 @@ class PostgresDialect:
             chunk = rows[start : start + BULK_ROWS]
             # RETURNING: the balance this statement left, under the row lock it holds until
             # commit: exact whatever other writers do meanwhile.
-            result = connection.exec_driver_sql(
+            result = _run(
+                connection,
                 "INSERT INTO accounts (name, currency, kind, balance) "
-                "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::numeric[]) "
+                "SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::numeric[]) "
                 "ON CONFLICT (name, currency) DO UPDATE "
                 "SET balance = accounts.balance + excluded.balance "
                 "RETURNING name, currency, balance",
                 tuple(list(column) for column in zip(*chunk, strict=True)),
             )
-            for name, currency, balance in result:
+            for name, currency, balance in result.fetchall():
                 after[(name, currency)] = int(balance)
         return after
 
     def read_balances(
         self, connection: Connection, keys: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], int]:
-        return account_balances(connection, keys)
+        return _balances(connection, keys, "")
 
     def lock_balances(
         self, connection: Connection, keys: Sequence[tuple[str, str]]
     ) -> dict[tuple[str, str], int]:
-        found: dict[tuple[str, str], int] = {}
-        for start in range(0, len(keys), BULK_ROWS):
-            chunk = keys[start : start + BULK_ROWS]
-            # Locked in key order, like every other writer's: no deadlock between two of them.
-            result = connection.exec_driver_sql(
-                "SELECT a.name, a.currency, a.balance FROM accounts a "
-                "JOIN unnest(%s::text[], %s::text[]) AS v(name, currency) "
-                "ON a.name = v.name AND a.currency = v.currency "
-                "ORDER BY a.name, a.currency FOR UPDATE OF a",
-                tuple(list(column) for column in zip(*chunk, strict=True)),
-            )
-            for name, currency, balance in result:
-                found[(name, currency)] = int(balance)
-        return found
+        # Locked in key order, like every other writer's: no deadlock between two of them.
+        return _balances(connection, keys, " ORDER BY a.name, a.currency FOR UPDATE OF a")
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         changed = 0
@@ -355,10 +361,10 @@ class PostgresDialect:
         return changed
 
     def select_bets(self, connection: Connection, uids: Sequence[int]) -> Iterator[Any]:
-        sql = f"SELECT {BET_SELECT} FROM bets WHERE uid = ANY(%s::bigint[])"  # noqa: S608
+        sql = f"SELECT {BET_SELECT} FROM bets WHERE uid = ANY(%b::bigint[])"  # noqa: S608
         for start in range(0, len(uids), BULK_ROWS):
             chunk = list(uids[start : start + BULK_ROWS])
-            yield from connection.exec_driver_sql(sql, (chunk,)).fetchall()
+            yield from _run(connection, sql, (chunk,), lookup=True).fetchall()
 
     def timestamp(self, moment: datetime) -> Any:
         return moment
@@ -396,6 +402,7 @@ class PostgresDialect:
         # a statement per chunk or Python-side arrays.
         driver = connection.connection.driver_connection
         assert driver is not None
+        _run(connection, None, None)  # COPY cannot be pipelined: what waits goes first
         names = ", ".join(column for column, _ in columns)
         with driver.cursor() as cursor, cursor.copy(f"COPY {name} ({names}) FROM STDIN") as copy:
             for row in rows:
@@ -421,6 +428,10 @@ class PostgresDialect:
         return func.sum(expression)
 
     def translate(self, error: SQLAlchemyError) -> LedgerError:
+        for block in self._ids.values():
+            # After a failover, ids drawn from the old primary may not have reached the new one,
+            # which could then hand them out again: any database error starts fresh blocks.
+            block.forget()
         original = getattr(error, "orig", None)
         state = getattr(original, "sqlstate", None) or ""
         message = str(original or error).strip()
@@ -443,6 +454,182 @@ class PostgresDialect:
             # No SQLSTATE: the connection itself failed (refused, reset, timed out).
             return StoreUnavailable(f"the database is unreachable: {message}")
         return StoreUnavailable(f"the database failed ({state}): {message}")
+
+
+# --- statements sent together -------------------------------------------------------------------
+#
+# A group of Place Bets writes a dozen tables; a round trip each cost more CPU, on both sides of
+# the socket, than the rows themselves (a wake-up of the backend and of the writer per
+# statement). Statements whose outcome nobody reads (bulk inserts without RETURNING, the
+# deferred checks) are therefore queued on the connection and sent, in psycopg's pipeline mode,
+# together with the next statement that needs an answer: a failure surfaces there, inside the
+# same savepoint or transaction, which rolls back as it would have (a savepoint sends the queue
+# before it is released: ``send_queued``, called by the unit of work). Every statement issued
+# through SQLAlchemy on that connection sends the queue first (``before_cursor_execute``), so
+# the order of the statements never changes; a commit sends it with the COMMIT, and a rollback
+# (of the transaction or of a savepoint, which never has older statements queued: opening it
+# sent them) drops it unsent.
+
+DEFERRED_ROWS = 1_000  # larger bulk inserts go at once: their arrays are not kept waiting
+_PENDING = "ledger.pending"  # the queue, in the pooled connection's info dictionary
+
+_Queue = list[tuple[str, Any]]
+
+
+def _queue(connection: Connection) -> _Queue:
+    pending: _Queue = connection.info.setdefault(_PENDING, [])
+    return pending
+
+
+def _defer(connection: Connection, sql: str, params: Any) -> None:
+    _queue(connection).append((sql, params))
+
+
+def _run(connection: Connection, sql: str | None, params: Any, *, lookup: bool = False) -> Any:
+    """Send the queued statements, then ``sql`` (if any), in one round trip; ``sql``'s cursor.
+
+    A ``lookup`` (rows by key) is planned on every execution, never prepared: a prepared
+    statement keeps the generic plan it got while its table was small (a sequential scan)
+    until the table's statistics change, and a fresh ledger's tables grow from nothing under
+    load; planned with the keys in hand, it reads the primary key's index. Driver errors come
+    out as SQLAlchemy's (``DBAPIError``), as from ``exec_driver_sql``.
+    """
+    prepare = False if lookup else None
+    pending = connection.info.get(_PENDING)
+    if not pending and sql is None:
+        return None
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    try:
+        cursor = driver.cursor()
+        if not pending:
+            cursor.execute(sql, params, prepare=prepare)
+            return cursor
+        with _pipeline(connection, driver, pending):
+            if sql is not None:
+                cursor.execute(sql, params, prepare=prepare)
+        return cursor
+    except psycopg.Error as error:
+        raise DBAPIError.instance(sql, params, error, psycopg.Error) from error
+
+
+@contextlib.contextmanager
+def _pipeline(connection: Connection, driver: Any, pending: _Queue) -> Iterator[None]:
+    """A pipeline that sends ``pending`` first; leaving it waits for every result and raises
+    the first failure."""
+    connection.info[_PENDING] = []
+    queued = driver.cursor()
+    with driver.pipeline():
+        for statement, values in pending:
+            queued.execute(statement, values)
+        yield
+    queued.close()
+
+
+def _send_queued(connection: Connection, *_: Any) -> None:
+    _run(connection, None, None)
+
+
+def _commit_queued(connection: Connection) -> None:
+    """Before a commit: the queued statements and the COMMIT itself in one round trip (the
+    driver's own commit that follows finds the transaction ended, and does nothing)."""
+    pending = connection.info.get(_PENDING)
+    if not pending:
+        return
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    try:
+        with _pipeline(connection, driver, pending):
+            driver.commit()
+    except psycopg.Error as error:
+        raise DBAPIError.instance("COMMIT", None, error, psycopg.Error) from error
+
+
+def _drop_queued(connection: Connection, *_: Any) -> None:
+    connection.info.pop(_PENDING, None)
+
+
+def _drop_on_checkin(dbapi_connection: Any, record: Any) -> None:
+    if record is not None:
+        record.info.pop(_PENDING, None)
+
+
+def _listen(engine: Engine) -> None:
+    event.listen(engine, "before_cursor_execute", _send_queued)
+    event.listen(engine, "commit", _commit_queued)
+    event.listen(engine, "rollback", _drop_queued)
+    event.listen(engine, "rollback_savepoint", _drop_queued)
+    event.listen(engine.pool, "checkin", _drop_on_checkin)
+
+
+_INSERTS: dict[tuple[str, tuple[str, ...], bool, str | None], str] = {}
+
+
+def _insert_sql(
+    table: Table, columns: tuple[str, ...], ignore_conflicts: bool, upsert: str | None
+) -> str:
+    """One INSERT ... SELECT FROM unnest(arrays): a single statement for tens of thousands of
+    rows, whose statement-level triggers fire once; built once per shape."""
+    key = (table.name, columns, ignore_conflicts, upsert)
+    sql = _INSERTS.get(key)
+    if sql is None:
+        arrays = ", ".join(f"%b::{_array_type(table.c[name].type)}[]" for name in columns)
+        values = ", ".join(
+            f"v.{name}::json" if isinstance(table.c[name].type, JSON) else f"v.{name}"
+            for name in columns
+        )
+        names = ", ".join(columns)
+        conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+        if upsert is not None:
+            conflict = f" {upsert}"
+        sql = _INSERTS[key] = (
+            f"INSERT INTO {table.name} ({names}) SELECT {values} "  # noqa: S608
+            f"FROM unnest({arrays}) AS v({names}){conflict}"
+        )
+    return sql
+
+
+def _balances(
+    connection: Connection, keys: Sequence[tuple[str, str]], locking: str
+) -> dict[tuple[str, str], int]:
+    """The balances of the ``(name, currency)`` accounts that exist (``locking``: the clause
+    that locks them), looked up by key on the driver's connection."""
+    found: dict[tuple[str, str], int] = {}
+    for start in range(0, len(keys), BULK_ROWS):
+        chunk = keys[start : start + BULK_ROWS]
+        result = _run(
+            connection,
+            "SELECT a.name, a.currency, a.balance FROM accounts a "  # noqa: S608 - fixed clauses
+            "JOIN unnest(%b::text[], %b::text[]) AS v(name, currency) "
+            f"ON a.name = v.name AND a.currency = v.currency{locking}",
+            tuple(list(column) for column in zip(*chunk, strict=True)),
+            lookup=True,
+        )
+        for name, currency, balance in result.fetchall():
+            found[(name, currency)] = int(balance)
+    return found
+
+
+class _IdBlock:
+    """Ids of one sequence, drawn ``ID_BLOCK`` at a time and handed out by this process."""
+
+    def __init__(self, sequence: str) -> None:
+        self._sequence = sequence
+        self._free: list[int] = []
+        self._lock = threading.Lock()  # the group-commit writer and the direct writers share it
+
+    def take(self, connection: Connection, count: int) -> list[int]:
+        with self._lock:
+            if len(self._free) < count:
+                wanted = count - len(self._free) + ID_BLOCK
+                self._free += _next_ids(connection, self._sequence, wanted)
+            taken = self._free[:count]
+            del self._free[:count]
+        return taken
+
+    def forget(self) -> None:
+        with self._lock:
+            self._free = []
 
 
 def _next_ids(connection: Connection, sequence: str, count: int) -> list[int]:

@@ -176,6 +176,8 @@ class SqlUnitOfWork:
         events_before = self._event_count
         try:
             yield
+            with self._store.translate_errors():
+                self._dialect.send_queued(self._conn)
         except BaseException:
             with self._store.translate_errors():
                 nested.rollback()

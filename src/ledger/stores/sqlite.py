@@ -183,6 +183,10 @@ class SqliteDialect:
         # One writer at a time: the counter's row blocks nobody, whenever checks run.
         return None
 
+    def send_queued(self, connection: Connection) -> None:
+        # Every statement is executed when issued: nothing waits.
+        return None
+
     def allocate_event_group(self, connection: Connection) -> int:
         # Safe without a sequence, like _next_ids: this is the only writer until commit.
         last = _run(connection, "SELECT max(grp) FROM event_commits").fetchone()[0]

@@ -1,0 +1,213 @@
+"""Postgres: how a group of Place Bets reaches the database, and the guards it leaves in place.
+
+Inserts nobody reads back are queued on the connection and sent, pipelined, with the next
+statement that needs an answer (or with the COMMIT); ids come from per-process blocks of their
+sequences; key lookups are planned with their keys, never prepared; the balancing check runs
+once per INSERT statement. These tests prove what each of those must keep: a queued failure
+surfaces, translated, inside its own unit of work; a rolled-back savepoint sends nothing; the
+database still refuses an unbalanced transaction, now at the INSERT that seals it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+import ledger
+from ledger.domain import Bet, Funding
+from ledger.stores.base import Retry
+from ledger.stores.postgres import ID_BLOCK, PostgresStore
+from support import payloads as P
+
+
+@pytest.fixture
+def pg_book(postgres_cluster: Any) -> Iterator[ledger.Ledger]:
+    """An open ledger on a fresh, migrated Postgres database."""
+    name = postgres_cluster.create_database(postgres_cluster.migrated_template())
+    try:
+        with ledger.open_ledger(postgres_cluster.url(name)) as book:
+            yield book
+    finally:
+        postgres_cluster.drop_database(name)
+
+
+def _store(book: ledger.Ledger) -> PostgresStore:
+    store = book.store
+    assert isinstance(store, PostgresStore)
+    return store
+
+
+def _bet(uid: int) -> Bet:
+    return Bet(uid, "u1", 7, "EUR", 0, 0, Funding.FREE)
+
+
+def _add_and_commit(store: PostgresStore, *groups: list[Bet]) -> None:
+    with store.unit_of_work() as uow:
+        for bets in groups:
+            uow.add_bets(bets)
+        uow.commit()
+
+
+def _add_in_savepoint(uow: Any, bets: list[Bet]) -> None:
+    with uow.savepoint():
+        uow.add_bets(bets)
+
+
+def _add_and_give_up(uow: Any, bets: list[Bet]) -> None:
+    with uow.savepoint():
+        uow.add_bets(bets)
+        raise RuntimeError("given up")
+
+
+def test_a_queued_insert_that_fails_surfaces_translated_in_its_unit_and_nothing_is_kept(
+    pg_book: ledger.Ledger,
+) -> None:
+    pg_book.place_bets(P.place(P.entry(1, amount=0, rake=0)))
+    store = _store(pg_book)
+    # A duplicate bet uid (what a concurrent writer's commit looks like): the ledger's Retry,
+    # from the same unit of work, whichever later statement carried the queued insert.
+    with pytest.raises(Retry):
+        _add_and_commit(store, [_bet(2)], [_bet(1)])
+    assert pg_book.bet(2) is None
+    assert pg_book.check().ok
+
+
+def test_inserts_queued_in_a_rolled_back_savepoint_are_never_sent(pg_book: ledger.Ledger) -> None:
+    pg_book.place_bets(P.place(P.entry(1, amount=0, rake=0)))
+    store = _store(pg_book)
+    with store.unit_of_work() as uow:
+        # Queued and doomed (bet 1 exists): the savepoint's rollback must drop it unsent, so
+        # that the caller sees its own error, not the duplicate's.
+        with pytest.raises(RuntimeError, match="given up"):
+            _add_and_give_up(uow, [_bet(1), _bet(3)])
+        uow.add_bets([_bet(2)])
+        uow.commit()
+    assert pg_book.bet(2) is not None
+    assert pg_book.bet(3) is None
+
+
+def test_a_queued_insert_that_fails_rolls_back_to_its_savepoint_only(
+    pg_book: ledger.Ledger,
+) -> None:
+    pg_book.place_bets(P.place(P.entry(1, amount=0, rake=0)))
+    store = _store(pg_book)
+    with store.unit_of_work() as uow:
+        uow.add_bets([_bet(2)])
+        # The duplicate fails inside its savepoint (as a group of Place Bets does when another
+        # process placed one of its bets), so the unit of work goes on, as with any failure.
+        with pytest.raises(Retry):
+            _add_in_savepoint(uow, [_bet(1), _bet(3)])
+        uow.add_bets([_bet(4)])
+        uow.commit()
+    assert [pg_book.bet(uid) is not None for uid in (2, 3, 4)] == [True, False, True]
+
+
+def test_a_group_of_place_bets_writes_every_row_it_queued(pg_book: ledger.Ledger) -> None:
+    pg_book.deposit("u1", "EUR", "100.00", reference="seed")
+    futures = [
+        pg_book.submit_place_bets(P.place(P.entry(uid, amount=1, rake=0))) for uid in range(1, 31)
+    ]
+    for future in futures:
+        future.result()
+    report = pg_book.check()
+    assert report.ok
+    assert (report.bets, report.transactions) == (30, 31)
+    page = pg_book.events(after=0, limit=100)
+    assert sorted(event.bet for event in page.events if event.bet is not None) == list(range(1, 31))
+
+
+def test_an_unbalanced_transaction_is_refused_by_the_insert_that_seals_it(
+    pg_book: ledger.Ledger,
+) -> None:
+    pg_book.deposit("u1", "EUR", "100.00", reference="seed")
+    store = _store(pg_book)
+    with store.engine.connect() as connection, connection.begin():
+        connection.execute(
+            text(
+                "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
+                "(900001, 'user:u1', 'EUR', 5), (900001, 'house:cash', 'EUR', -5), "
+                "(900002, 'user:u1', 'EUR', 5), (900002, 'house:cash', 'EUR', -4)"
+            )
+        )
+        # Checked when the rows arrive, all of one INSERT at once: not only at commit.
+        with pytest.raises(DBAPIError, match="unbalanced transaction 900002"):
+            connection.execute(
+                text(
+                    "INSERT INTO transactions (id, idempotency_key, kind, created_at) VALUES "
+                    "(900001, 'forged-1', 'deposit', now()), "
+                    "(900002, 'forged-2', 'deposit', now())"
+                )
+            )
+    assert pg_book.check().transactions == 1
+
+
+def test_balanced_transactions_sealed_by_one_insert_are_accepted(pg_book: ledger.Ledger) -> None:
+    store = _store(pg_book)
+    with store.engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
+                "(900001, 'user:u1', 'EUR', 5), (900001, 'house:cash', 'EUR', -5), "
+                "(900002, 'user:u2', 'JPY', 7), (900002, 'house:cash', 'JPY', -7)"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO transactions (id, idempotency_key, kind, created_at) VALUES "
+                "(900001, 'hand-1', 'deposit', now()), (900002, 'hand-2', 'deposit', now())"
+            )
+        )
+    assert pg_book.check().transactions == 2
+
+
+def test_postings_for_a_sealed_transaction_are_still_refused(pg_book: ledger.Ledger) -> None:
+    pg_book.deposit("u1", "EUR", "100.00", reference="seed")
+    store = _store(pg_book)
+    with store.engine.connect() as connection:
+        sealed = connection.execute(text("SELECT max(id) FROM transactions")).scalar_one()
+    with pytest.raises(DBAPIError, match="sealed"), store.engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
+                f"({sealed}, 'user:u1', 'EUR', 5), ({sealed}, 'house:cash', 'EUR', -5)"
+            )
+        )
+    assert pg_book.check().ok
+
+
+def test_key_lookups_are_planned_with_their_keys_never_prepared(pg_book: ledger.Ledger) -> None:
+    store = _store(pg_book)
+    # psycopg prepares a statement on its 5th run in one session (the default threshold).
+    with store.engine.connect() as connection, connection.begin():
+        for _ in range(8):
+            assert list(store.dialect.select_bets(connection, [1, 2])) == []
+            assert store.dialect.lock_balances(connection, [("user:u1", "EUR")]) == {}
+        prepared = connection.exec_driver_sql(
+            "SELECT statement FROM pg_prepared_statements"
+        ).scalars()
+        assert not [sql for sql in prepared if "FROM bets" in sql or "FOR UPDATE" in sql]
+
+
+def test_ids_are_unique_across_stores_and_a_database_error_starts_a_fresh_block(
+    pg_book: ledger.Ledger,
+) -> None:
+    first, second = _store(pg_book), PostgresStore(_store(pg_book).url)
+    try:
+        with first.engine.connect() as mine, second.engine.connect() as theirs:
+            taken: list[int] = []
+            for _ in range(3):
+                taken += first.dialect.allocate_transaction_ids(mine, 5)
+                taken += second.dialect.allocate_transaction_ids(theirs, 5)
+            assert len(set(taken)) == len(taken)
+            before = first.dialect.allocate_transaction_ids(mine, 1)[0]
+            first.dialect.translate(IntegrityError("INSERT", None, Exception("lost")))
+            after = first.dialect.allocate_transaction_ids(mine, 1)[0]
+        # Not the next id of its old block: that block was given up with the error, and the
+        # new one starts after the other store's.
+        assert after > before + ID_BLOCK
+    finally:
+        second.close()
