@@ -103,6 +103,15 @@ def _integer(text: str | None, name: str) -> int | None:
         raise InvalidRequest(f"{name}: expected an integer, got {text[:64]!r}") from None
 
 
+def _listing(
+    key: str, found: Page[Any], shape: Callable[[Any], Any] | None = None
+) -> dict[str, Any]:
+    """A page of a list as its template reads it: the rows under ``key`` (each by ``shape``,
+    else its ``to_dict``), and ``next``, the cursor of the page after."""
+    rows = [shape(item) if shape else item.to_dict() for item in found.items]
+    return {key: rows, "next": found.next}
+
+
 def _stream(name: str, lines: Iterable[str]) -> Stream:
     return Stream(
         lines,
@@ -167,7 +176,7 @@ def books_handlers(kit: Kit) -> list[Any]:
 
             def listed(ledger: Ledger) -> dict[str, Any]:
                 found = ledger.users(q or None, limit=LIST_PAGE, before=before or None)
-                return {"users": [item.to_dict() for item in found.items], "next": found.next}
+                return _listing("users", found)
 
             return await shown(request, session, "users.html", listed, q=q or "", uid=None)
         chosen = uid
@@ -240,7 +249,7 @@ def books_handlers(kit: Kit) -> list[Any]:
                     limit=LIST_PAGE,
                     before=before or None,
                 )
-                return {"bets": [bet.to_dict() for bet in found.items], "next": found.next}
+                return _listing("bets", found)
 
             return await shown(request, session, "bet.html", listed, uid=None, bet=None, **filters)
         chosen = uid
@@ -290,10 +299,7 @@ def books_handlers(kit: Kit) -> list[Any]:
                 found = ledger.tournaments(
                     status or None, q or None, limit=LIST_PAGE, before=before or None
                 )
-                return {
-                    "tournaments": [item.to_dict() for item in found.items],
-                    "next": found.next,
-                }
+                return _listing("tournaments", found)
 
             return await shown(request, session, "tournament.html", listed, uid=None, **filters)
         chosen = uid
@@ -304,12 +310,7 @@ def books_handlers(kit: Kit) -> list[Any]:
             if found is None or number is None:
                 raise TournamentNotFound(f"tournament {chosen} is unknown")
             holds = ledger.holds(pool_uid=number, limit=LIST_PAGE, before=before or None)
-            return {
-                "tournament": found.to_dict(),
-                "holds": [hold.to_dict() for hold in holds.items],
-                "next": holds.next,
-                "tournaments": None,
-            }
+            return {"tournament": found.to_dict(), **_listing("holds", holds), "tournaments": None}
 
         return await shown(request, session, "tournament.html", one, uid=uid, **filters)
 
@@ -344,11 +345,7 @@ def books_handlers(kit: Kit) -> list[Any]:
                 limit=LIST_PAGE,
                 before=before or None,
             )
-            return {
-                "holds": [hold.to_dict() for hold in found.items],
-                "next": found.next,
-                "rule": ledger.stale_rule(),
-            }
+            return {**_listing("holds", found), "rule": ledger.stale_rule()}
 
         return await shown(
             request, session, "holds.html", listed, every_open=not stale, pool=pool or ""
@@ -393,10 +390,7 @@ def books_handlers(kit: Kit) -> list[Any]:
         def listed(ledger: Ledger) -> dict[str, Any]:
             wanted = DeliveryFilter.parse(**form)
             found = ledger.deliveries(wanted, limit=LIST_PAGE, before=before or None)
-            return {
-                "deliveries": [views.delivery_dict(item) for item in found.items],
-                "next": found.next,
-            }
+            return _listing("deliveries", found, views.delivery_dict)
 
         return await shown(request, session, "deliveries.html", listed, form=form, events=EVENTS)
 
