@@ -76,6 +76,7 @@ def wrap(owner: Any, name: str, label: str) -> None:
 def instrument() -> None:
     from ledger import contract, service, writer
     from ledger.stores import closing, sql
+    from ledger.stores import directory as stored_directory
 
     run = closing._run
 
@@ -93,6 +94,10 @@ def instrument() -> None:
         wrap(closing, name, f"closing.{name}")
     wrap(closing, "_house_legs", "closing._house_legs")
     wrap(writer, "_record_seen", "directory upsert (users, tournaments)")
+    # The set-based close records the directory itself: the tournaments, then the users from
+    # its staged items in SQL.
+    wrap(stored_directory, "record_seen", "directory upsert (tournaments)")
+    wrap(stored_directory, "record_staged_users", "directory upsert of the staged users (SQL)")
     wrap(writer, "_journal", "delivery journal row")
     wrap(sql.SqlUnitOfWork, "commit", "commit")
 

@@ -31,6 +31,7 @@ __all__ = [
     "Seen",
     "TournamentSeen",
     "UserSeen",
+    "described",
     "end_time",
     "label",
     "merge",
@@ -98,6 +99,15 @@ class Seen(NamedTuple):
 
 
 NOTHING_SEEN = Seen()
+
+
+def described(users: Iterable[UserSeen]) -> tuple[UserSeen, ...]:
+    """One record per uid, sorted: within one payload the last description of a user wins whole
+    (a payload describes a user the same way in each of its entries). The set-based close
+    applies the same rule in SQL (``ledger.stores.directory.record_staged_users``)."""
+    last = {user.uid: user for user in users}
+    return tuple(user for _, user in sorted(last.items()))
+
 
 S = TypeVar("S", TournamentSeen, UserSeen)
 

@@ -331,8 +331,8 @@ class Ledger:
             for pool in request.pools
             for part in pool.bets
         ]
-        seen = _seen_in_pools(request)
-        return RefundBets(items, new_reference(), self.currencies.scale, delivery, seen)
+        seen, users = _seen_in_pools(request)
+        return RefundBets(items, new_reference(), self.currencies.scale, delivery, seen, users)
 
     def settle(self, payload: SettleRequest | Payload) -> ClosedBets:
         """Settle Bet: capture each hold and credit positive payouts, each bet exactly once."""
@@ -360,8 +360,8 @@ class Ledger:
             for pool in request.pools
             for part in pool.bets
         ]
-        seen = _seen_in_pools(request)
-        return SettleBets(claims, new_reference(), self.currencies.scale, delivery, seen)
+        seen, users = _seen_in_pools(request)
+        return SettleBets(claims, new_reference(), self.currencies.scale, delivery, seen, users)
 
     # --- reads ----------------------------------------------------------------------------------
 
@@ -959,10 +959,18 @@ def _run_paused(writer: Writer, payload: Any, command: Callable[[Any], Command[R
         return writer.run(command(payload))
 
 
-def _seen_in_pools(request: RefundRequest | SettleRequest) -> Seen:
-    """What a refund or settle said of its tournaments and users."""
+def _seen_in_pools(request: RefundRequest | SettleRequest) -> tuple[Seen, list[UserSeen]]:
+    """What a refund or settle said of its tournaments, and of the user of each of its items,
+    in order: the writer records the users (a huge close in SQL from its staged items, rather
+    than sorting and upserting a million of them from Python: ``ledger.writer``)."""
     pools: list[Any] = list(request.pools)
-    return _seen([pool.pool for pool in pools], [part.user for pool in pools for part in pool.bets])
+    label = directory.label
+    users = [
+        UserSeen(part.user.uid, label(part.user.name), label(part.user.client))
+        for pool in pools
+        for part in pool.bets
+    ]
+    return _seen([pool.pool for pool in pools], ()), users
 
 
 def _filter_text(value: str | None, name: str) -> str | None:

@@ -25,6 +25,7 @@ from sqlalchemy import text
 
 import ledger
 from ledger import domain, writer
+from ledger.directory import Seen, UserSeen
 from ledger.domain import Entry, PlaceRequest, RefundItem, SettleClaim
 from ledger.errors import LedgerError, UnknownCurrency
 from ledger.stores import Store, open_store
@@ -108,11 +109,13 @@ def _amount(draw: st.DrawFn) -> Decimal:
 
 
 @st.composite
-def requests(draw: st.DrawFn, book: dict[str, Any]) -> tuple[str, list[Any]]:
-    """A refund or a settle naming the book's bets (mostly as recorded) and others."""
+def requests(draw: st.DrawFn, book: dict[str, Any]) -> tuple[str, list[Any], list[UserSeen]]:
+    """A refund or a settle naming the book's bets (mostly as recorded) and others, and how it
+    describes each item's user (the directory's)."""
     kind = draw(st.sampled_from(["refund", "settle"]))
     known = {entry.bet_uid: entry for entry in book["bets"]}
     items: list[Any] = []
+    users: list[UserSeen] = []
     for _ in range(draw(st.integers(1, 14))):
         uid = draw(st.sampled_from([*known, 999]))
         entry = known.get(uid)
@@ -127,13 +130,17 @@ def requests(draw: st.DrawFn, book: dict[str, Any]) -> tuple[str, list[Any]]:
             own = entry.currency if entry else "EUR"
             currency = draw(st.sampled_from([None, None, own, own, "JPY", "XXX"]))
             items.append(SettleClaim(uid, user, pool, _amount(draw), currency, secrets))
-    return kind, items
+        name = draw(st.sampled_from([None, "Ann", "Bob"]))
+        users.append(UserSeen(items[-1].user, name, draw(st.sampled_from([None, "brand"]))))
+    return kind, items, users
 
 
 # --- running both paths -------------------------------------------------------------------
 
 
 def _build(uow: SqlUnitOfWork, book: dict[str, Any]) -> None:
+    # Described before: a request's description replaces a field, its silence keeps it.
+    uow.record_seen(Seen((), (UserSeen("u0", "Old", "brand"), UserSeen("u1", None, "old"))))
     for user in USERS:
         for currency in book["currencies"]:
             deposit = domain.deposit(user, currency, book["funds"], f"fund-{user}-{currency}")
@@ -159,6 +166,7 @@ def _state(uow: SqlUnitOfWork) -> dict[str, Any]:
         "p.bet_uid, p.balance_after FROM postings p JOIN transactions t ON t.id = p.txn_id "
         "ORDER BY p.id",
         "accounts": "SELECT name, currency, kind, balance FROM accounts ORDER BY name, currency",
+        "users": "SELECT uid, name, client FROM users ORDER BY uid",
         "transactions": "SELECT idempotency_key, kind, user_uid, reference FROM transactions "
         "ORDER BY id",
         "links": "SELECT d.bet_uids, d.bet_count, d.status FROM deliveries d ORDER BY d.id",
@@ -185,6 +193,7 @@ def _close(
     uow: SqlUnitOfWork,
     kind: str,
     items: Sequence[Any],
+    users: Sequence[UserSeen],
     threshold: int,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
@@ -200,9 +209,9 @@ def _close(
 
     monkeypatch.setattr(SqlUnitOfWork, "close_staged", close_staged)
     command: RefundBets | SettleBets = (
-        RefundBets(items, "request", scale)
+        RefundBets(items, "request", scale, users=users)
         if kind == "refund"
-        else SettleBets(items, "request", scale)
+        else SettleBets(items, "request", scale, users=users)
     )
     caplog.clear()
     outcome: Any
@@ -243,15 +252,15 @@ def test_set_based_close_answers_and_writes_what_the_domain_decides(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     book = data.draw(books())
-    kind, items = data.draw(requests(book))
+    kind, items, users = data.draw(requests(book))
     # Small chunks: a request of several transactions, each with its own summed house legs.
     monkeypatch.setattr(writer, "CHUNK", data.draw(st.sampled_from([3, writer.CHUNK])))
     caplog.set_level(logging.WARNING, logger="ledger.writer")
     with store.unit_of_work() as uow:
         assert isinstance(uow, SqlUnitOfWork)
         _build(uow, book)
-        expected = _close(uow, kind, items, 10**9, monkeypatch, caplog)
-        actual = _close(uow, kind, items, 0, monkeypatch, caplog)
+        expected = _close(uow, kind, items, users, 10**9, monkeypatch, caplog)
+        actual = _close(uow, kind, items, users, 0, monkeypatch, caplog)
     assert actual == expected
 
 

@@ -75,6 +75,9 @@ class Staged(NamedTuple):
     claimed_rake: int | None
     bad: int
     note: int
+    # The item's user as the payload describes it, for the directory (ledger.directory.label).
+    user_name: str | None = None
+    user_client: str | None = None
 
 
 class ClosingOutcome(NamedTuple):
@@ -305,12 +308,16 @@ class UnitOfWork(Protocol):
         key: str,
         chunk: int,
         request_id: str | None,
+        seen: Seen,
+        describe_users: bool,
     ) -> int | ClosingOutcome | None:
         """Close a huge refund or settle set-based (:mod:`ledger.stores.closing`), its events
         (``request_id`` theirs) included: the position
         of the first item the domain refuses (nothing written), or what was written, or
         ``None`` (nothing written) when an amount or balance it would add is too wide to add
-        in the database exactly, for the domain to decide."""
+        in the database exactly, for the domain to decide. What was written includes the
+        directory: ``seen``, then (``describe_users``) each staged item's user, the last
+        description of a user winning (:func:`ledger.directory.described`)."""
 
     def post(self, transactions: Sequence[Transaction]) -> None:
         """Append balanced transactions and apply them to account balances.

@@ -83,6 +83,8 @@ STAGE_COLUMNS = (
     ("claimed_rake", "amount"),
     ("bad", "int"),
     ("note", "int"),
+    ("user_name", "text"),
+    ("user_client", "text"),
 )
 
 
@@ -413,7 +415,7 @@ def write(
                ORDER BY s.pos""",
         )
     ]
-    discard(connection)
+    # The staged items stay for the directory's upsert of their users; the caller discards.
     return ClosingOutcome(unchanged, noted)
 
 

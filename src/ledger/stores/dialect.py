@@ -167,6 +167,11 @@ class Dialect(Protocol):
         """The currencies of the recorded bets among ``uids``."""
         ...
 
+    def latest_per(self, table: str, key: str, columns: Sequence[str], order: str) -> str:
+        """SQL selecting ``key, *columns`` once per ``key``: those of its row with the
+        largest ``order``."""
+        ...
+
     def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
         """``SUM(expression)`` computed exactly however large the total (never overflowing,
         never through floating point); NULL over no rows, like SQL's ``SUM``."""

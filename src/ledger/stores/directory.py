@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, String, and_, cast, exists, func, literal, or_, select
+from sqlalchemy import Connection, String, and_, cast, exists, func, literal, or_, select, text
 from sqlalchemy.sql import ColumnElement, Select
 
 from ..directory import Seen
@@ -28,6 +28,7 @@ __all__ = [
     "bet_record",
     "bet_records",
     "record_seen",
+    "record_staged_users",
     "tournament_record",
     "tournament_records",
     "user_record",
@@ -106,6 +107,26 @@ def record_seen(connection: Connection, dialect: Dialect, seen: Seen, now: datet
     if seen.users:
         people = [(u.uid, u.name, u.client, at, at) for u in seen.users]
         dialect.insert_rows(connection, users, USER_COLUMNS, people, upsert=user_upsert)
+
+
+def record_staged_users(
+    connection: Connection, dialect: Dialect, staged: str, now: datetime
+) -> None:
+    """Upsert the users of the staged items of a huge close (``staged``: its table, with
+    ``pos, user_uid, user_name, user_client``) in one statement: per user the description of
+    its last item (:func:`ledger.directory.described`), in uid order, by the rule of
+    :func:`record_seen`."""
+    _, user_upsert = _upserts(dialect)
+    latest = dialect.latest_per(staged, "user_uid", ("user_name", "user_client"), "pos")
+    connection.execute(
+        text(
+            f"INSERT INTO users ({', '.join(USER_COLUMNS)}) "  # noqa: S608 - code's names
+            f"SELECT u.user_uid, u.user_name, u.user_client, :at, :at FROM ({latest}) AS u "
+            # WHERE: SQLite's parser would otherwise read ON CONFLICT as a join's ON.
+            f"WHERE true ORDER BY u.user_uid {user_upsert}"
+        ),
+        {"at": dialect.timestamp(now)},
+    )
 
 
 # --- reads --------------------------------------------------------------------------------------

@@ -414,6 +414,13 @@ class PostgresDialect:
         for name in names:
             connection.exec_driver_sql(f"ANALYZE {name}")
 
+    def latest_per(self, table: str, key: str, columns: Sequence[str], order: str) -> str:
+        names = ", ".join(columns)
+        return (
+            f"SELECT DISTINCT ON ({key}) {key}, {names} FROM {table} "  # noqa: S608 - code's names
+            f"ORDER BY {key}, {order} DESC"
+        )
+
     def bet_currencies(self, connection: Connection, uids: Sequence[int]) -> set[str]:
         found: set[str] = set()
         for start in range(0, len(uids), BULK_ROWS):

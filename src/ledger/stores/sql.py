@@ -259,6 +259,8 @@ class SqlUnitOfWork:
         key: str,
         chunk: int,
         request_id: str | None,
+        seen: Seen,
+        describe_users: bool,
     ) -> int | ClosingOutcome | None:
         limit = closing.bound(len(rows))
         if not closing.staged_within(rows, limit):
@@ -272,9 +274,15 @@ class SqlUnitOfWork:
             if not closing.within_bounds(self._conn, self._dialect, kind, limit):
                 closing.discard(self._conn)
                 return None
-            return closing.write(
+            outcome = closing.write(
                 self._conn, self._dialect, kind, key, chunk, request_id, self.event_slots
             )
+            now = datetime.now(UTC)
+            directory.record_seen(self._conn, self._dialect, seen, now)
+            if describe_users:
+                directory.record_staged_users(self._conn, self._dialect, "close_stage", now)
+            closing.discard(self._conn)
+            return outcome
 
     # --- transactions ---------------------------------------------------------------------------
 

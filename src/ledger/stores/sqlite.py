@@ -321,6 +321,15 @@ class SqliteDialect:
         # SQLite's planner does well with the primary keys alone.
         return None
 
+    def latest_per(self, table: str, key: str, columns: Sequence[str], order: str) -> str:
+        # SQLite takes a bare column of an aggregate query with max() from the row holding
+        # that max: one pass, no sort beyond the grouping's.
+        names = ", ".join(columns)
+        return (
+            f"SELECT {key}, {names} FROM "  # noqa: S608 - names from the caller's code
+            f"(SELECT {key}, {names}, max({order}) FROM {table} GROUP BY {key})"
+        )
+
     def bet_currencies(self, connection: Connection, uids: Sequence[int]) -> set[str]:
         sql = "SELECT DISTINCT currency FROM bets WHERE uid IN (SELECT value FROM json_each(?))"
         found: set[str] = set()
