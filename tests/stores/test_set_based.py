@@ -164,7 +164,9 @@ def _state(uow: SqlUnitOfWork) -> dict[str, Any]:
         "bets": "SELECT uid, state, payout, payout_currency FROM bets ORDER BY uid",
         "postings": "SELECT t.idempotency_key, t.kind, p.account, p.currency, p.amount, "
         "p.bet_uid, p.balance_after FROM postings p JOIN transactions t ON t.id = p.txn_id "
-        "ORDER BY p.id",
+        # In order within each transaction (and so within each account): the set-based close
+        # writes every chunk's user legs in one statement, then the house legs chunk by chunk.
+        "ORDER BY t.idempotency_key, p.id",
         "accounts": "SELECT name, currency, kind, balance FROM accounts ORDER BY name, currency",
         "users": "SELECT uid, name, client FROM users ORDER BY uid",
         "transactions": "SELECT idempotency_key, kind, user_uid, reference FROM transactions "
