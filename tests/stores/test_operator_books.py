@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 
 import ledger
 from ledger.paging import cursor
@@ -304,6 +304,37 @@ def test_balances_at_any_moment_match_a_recomputation_from_the_postings(
 
 
 # --- open and stale holds -------------------------------------------------------------------------
+
+
+def test_open_holds_and_the_stale_count_read_the_index_of_open_bets_only(
+    book: ledger.Ledger,
+) -> None:
+    """bets_open holds the open bets only (a partial index, so that a close inserts no entry):
+    both reads must be ones the planner can prove it covers, on every store."""
+    statements: list[tuple[str, Any]] = []
+    engine = book.store.engine  # type: ignore[attr-defined]
+
+    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if "FROM bets" in statement and "placed_at" in statement:
+            statements.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        book.holds(limit=10)
+        book.count_stale_holds()
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    assert len(statements) == 2
+    sqlite = engine.dialect.name == "sqlite"
+    with engine.connect() as connection:
+        if not sqlite:
+            # On an empty table a sequential scan is cheaper: forbid it, and the index must
+            # still be usable.
+            connection.exec_driver_sql("SET enable_seqscan = off")
+        for statement, parameters in statements:
+            explain = "EXPLAIN QUERY PLAN " if sqlite else "EXPLAIN "
+            plan = connection.exec_driver_sql(explain + statement, parameters).fetchall()
+            assert "bets_open" in " ".join(str(row) for row in plan), plan
 
 
 def test_open_holds_are_the_placed_bets_oldest_first_paged_by_cursor(book: ledger.Ledger) -> None:

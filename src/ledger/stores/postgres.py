@@ -382,7 +382,10 @@ class PostgresDialect:
     def temp_table(
         self, connection: Connection, name: str, columns: Sequence[tuple[str, str]]
     ) -> None:
-        types = {"key": "bigint PRIMARY KEY", "int": "bigint", "text": "text", "amount": "numeric"}
+        # No index, not even on a key: the close joins its analysed temporary tables by hash,
+        # and a primary key cost an index insertion per row (a million-item settle: 3.3 s of
+        # the server's CPU for close_first alone, 0.6 s without; staging 4.1 s, 1.8 s without).
+        types = {"key": "bigint", "int": "bigint", "text": "text", "amount": "numeric"}
         body = ", ".join(f"{column} {types[kind]}" for column, kind in columns)
         connection.exec_driver_sql(f"CREATE TEMP TABLE {name} ({body}) ON COMMIT DROP")
 

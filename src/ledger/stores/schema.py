@@ -209,8 +209,15 @@ bets = Table(
     CheckConstraint("amount >= 0 AND rake >= 0", name="bets_amounts"),
     Index("bets_pool", "pool_uid"),
     Index("bets_user", "user_uid"),
-    # Open holds, oldest first, and the stale-holds gauge: one index range (migration 0005).
-    Index("bets_open", "state", "placed_at", "uid"),
+    # Open holds, oldest first, and the stale-holds gauge: one index range over the open bets
+    # only (migrations 0005, 0011): a close removes an entry and inserts none.
+    Index(
+        "bets_open",
+        "placed_at",
+        "uid",
+        sqlite_where=text("state = 'placed'"),
+        postgresql_where=text("state = 'placed'"),
+    ),
 )
 
 # --- the delivery journal (ledger.deliveries) -----------------------------------------------------
