@@ -249,3 +249,26 @@ def test_upgrade_to_0005_backfills_running_balances_and_restores_the_append_only
     with ledger.open_ledger(empty_url, migrate=True) as book:
         assert book.check().ok
         assert book.statement("u1")[0].balance_after == Decimal("300.00")
+
+
+def test_postgres_keeps_room_on_every_page_of_the_tables_updated_in_place(
+    postgres_url: str,
+) -> None:
+    """Balances and user rows are updated far more than they grow: half of each page stays
+    free for their next versions (migration 0012), so that an update leaves the indexes
+    alone."""
+    ledger.open_ledger(postgres_url, migrate=True).close()
+    engine = create_engine(normalize_url(postgres_url))
+    try:
+        with engine.connect() as connection:
+            options = dict(
+                connection.execute(
+                    text(
+                        "SELECT relname, reloptions FROM pg_class "
+                        "WHERE relname IN ('accounts', 'users', 'postings')"
+                    )
+                ).all()
+            )
+    finally:
+        engine.dispose()
+    assert options == {"accounts": ["fillfactor=50"], "users": ["fillfactor=50"], "postings": None}
