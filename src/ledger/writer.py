@@ -24,12 +24,13 @@ triggers guard every write as before.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -293,8 +294,7 @@ class RefundBets:
         except LedgerError:
             return None
         rows = []
-        users = _described(self.users, len(items))
-        for pos, item in enumerate(items):
+        for pos, (item, user) in enumerate(zip(items, _described(self.users), strict=False)):
             note = 1 if item.secrets else 0
             claimed: dict[str, int | None] = {}
             for name, sent in (("amount", item.amount), ("rake", item.rake)):
@@ -316,7 +316,8 @@ class RefundBets:
                     claimed["rake"],
                     0,
                     note,
-                    *users[pos],
+                    user.name,
+                    user.client,
                 )
             )
         return rows
@@ -361,8 +362,7 @@ class SettleBets:
             own = next(iter(found), None)
         scale = self.scale
         rows = []
-        users = _described(self.users, len(claims))
-        for pos, claim in enumerate(claims):
+        for pos, (claim, user) in enumerate(zip(claims, _described(self.users), strict=False)):
             # As domain._settle_item, in the same order: a payout in a named currency is read
             # (and may be refused) before the bet is looked at; one in the bet's own currency
             # only for a known bet (bad = 2).
@@ -384,17 +384,20 @@ class SettleBets:
                     None,
                     bad,
                     1 if claim.secrets else 0,
-                    *users[pos],
+                    user.name,
+                    user.client,
                 )
             )
         return rows
 
 
-def _described(users: Sequence[UserSeen], count: int) -> Sequence[tuple[str | None, str | None]]:
-    """Each item's user's name and client, as staged (NULLs when the command names none)."""
-    if not users:
-        return [(None, None)] * count
-    return [(user.name, user.client) for user in users]
+_UNDESCRIBED = UserSeen("")
+
+
+def _described(users: Sequence[UserSeen]) -> Iterable[UserSeen]:
+    """Each item's user as staged: as described, or with no name nor client when the command
+    describes none (zipped with the items, not strictly: one per item, or none at all)."""
+    return users or itertools.repeat(_UNDESCRIBED)
 
 
 Decision = CloseDecision
