@@ -261,7 +261,7 @@ def test_postgres_keeps_room_on_every_page_of_the_tables_updated_in_place(
     engine = create_engine(normalize_url(postgres_url))
     try:
         with engine.connect() as connection:
-            options = dict(
+            options: dict[str, list[str] | None] = dict(
                 connection.execute(
                     text(
                         "SELECT relname, reloptions FROM pg_class "
