@@ -395,6 +395,20 @@ def place_entries(db: str, participants: int, first_uid: int) -> None:
             )
     finally:
         book.close()
+    if db.startswith("postgresql"):
+        at_rest(db)
+
+
+def at_rest(db: str) -> None:
+    """Postgres: vacuum and analyse what placing the entries wrote, as autovacuum would have
+    long before a real tournament closes. Measured straight after a bulk load, autovacuum's
+    passes over a million fresh rows ran during the settle, on the same two cores."""
+    import psycopg
+
+    with psycopg.connect(
+        db.replace("postgresql+psycopg://", "postgresql://"), autocommit=True
+    ) as c:
+        c.execute("VACUUM ANALYZE")
 
 
 def bench_settle(db: str, participants: int) -> dict[str, Any]:
