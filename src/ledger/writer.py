@@ -24,6 +24,7 @@ triggers guard every write as before.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import queue
@@ -305,19 +306,21 @@ class RefundBets:
                     except InvalidAmount:
                         note = 1  # the domain notes a claim it cannot read
             rows.append(
-                Staged(
-                    pos,
-                    item.bet_uid,
-                    item.user,
-                    item.pool_uid,
-                    None,
-                    None,
-                    claimed["amount"],
-                    claimed["rake"],
-                    0,
-                    note,
-                    user.name,
-                    user.client,
+                _staged_row(
+                    (
+                        pos,
+                        item.bet_uid,
+                        item.user,
+                        item.pool_uid,
+                        None,
+                        None,
+                        claimed["amount"],
+                        claimed["rake"],
+                        0,
+                        note,
+                        user.name,
+                        user.client,
+                    )
                 )
             )
         return rows
@@ -362,34 +365,49 @@ class SettleBets:
             own = next(iter(found), None)
         scale = self.scale
         rows = []
+        # A settle repeats a few payouts in one currency, and the decoder hands out one object
+        # per amount string: each (payout, currency) read once, keyed by the object (alive in
+        # ``claims`` all along; no Decimal hashed, which a signalling NaN could not be).
+        read: dict[tuple[int, str | None], tuple[str, int, int]] = {}
         for pos, (claim, user) in enumerate(zip(claims, _described(self.users), strict=False)):
             # As domain._settle_item, in the same order: a payout in a named currency is read
             # (and may be refused) before the bet is looked at; one in the bet's own currency
             # only for a known bet (bad = 2).
-            currency, bad, payout = claim.currency or own or "", 0, 0
-            if currency:
-                try:
-                    payout = to_minor(claim.payout, scale(currency), field="bet.payout")
-                except LedgerError:
-                    bad = 1 if claim.currency else 2
+            key = (id(claim.payout), claim.currency)
+            known = read.get(key)
+            if known is None:
+                currency, bad, payout = claim.currency or own or "", 0, 0
+                if currency:
+                    try:
+                        payout = to_minor(claim.payout, scale(currency), field="bet.payout")
+                    except LedgerError:
+                        bad = 1 if claim.currency else 2
+                known = read[key] = (currency, bad, payout)
+            currency, bad, payout = known
             rows.append(
-                Staged(
-                    pos,
-                    claim.bet_uid,
-                    claim.user,
-                    claim.pool_uid,
-                    payout,
-                    currency,
-                    None,
-                    None,
-                    bad,
-                    1 if claim.secrets else 0,
-                    user.name,
-                    user.client,
+                _staged_row(
+                    (
+                        pos,
+                        claim.bet_uid,
+                        claim.user,
+                        claim.pool_uid,
+                        payout,
+                        currency,
+                        None,
+                        None,
+                        bad,
+                        1 if claim.secrets else 0,
+                        user.name,
+                        user.client,
+                    )
                 )
             )
         return rows
 
+
+# A NamedTuple's own constructor binds its twelve fields by name: 0.32 us a row, against 0.14
+# through tuple.__new__ (a million-item settle builds a million of them).
+_staged_row: Callable[[tuple[Any, ...]], Staged] = functools.partial(tuple.__new__, Staged)
 
 _UNDESCRIBED = UserSeen("")
 
