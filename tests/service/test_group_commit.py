@@ -6,7 +6,7 @@ event; everything submitted meanwhile queues up and is taken as one batch when i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from decimal import Decimal as D
 from pathlib import Path
@@ -16,8 +16,9 @@ import pytest
 
 import ledger
 from ledger.domain import deposit
-from ledger.stores import UnitOfWork
-from ledger.writer import GroupCommit, Move
+from ledger.stores import Retry, UnitOfWork
+from ledger.stores.sql import SqlUnitOfWork
+from ledger.writer import GroupCommit, Move, PlaceBets
 from support import payloads as P
 from support.books import batched, fail_commits
 
@@ -138,3 +139,110 @@ def test_a_refusal_that_rested_on_an_uncommitted_neighbour_is_answered_503_too(
     # Bet 1 never committed, so the platform's re-send of bet 2 is affordable and lands.
     assert book.place_bets(P.place(P.entry(2, user="u1"))).placed == [2]
     assert book.check().ok
+
+
+# --- the head of a batch, applied without a savepoint ---------------------------------------------
+
+
+def test_the_head_of_a_batch_failing_after_writing_leaves_nothing_and_the_rest_commit(
+    book: ledger.Ledger,
+) -> None:
+    group = group_of(book)
+
+    futures = batched(
+        group,
+        lambda: [
+            group.submit(Explode()),
+            group.submit(Move(deposit("u1", "EUR", 500, "a"))),
+            group.submit(Move(deposit("u3", "EUR", 500, "c"))),
+        ],
+    )
+    assert isinstance(futures[0].exception(), RuntimeError)
+    assert futures[1].result() is True
+    assert futures[2].result() is True
+    assert book.balance("u2") == []
+    assert book.balance("u1")[0].available == D("5.00")
+    assert book.balance("u3")[0].available == D("5.00")
+    assert book.check().ok
+
+
+def test_a_group_failing_as_a_whole_at_the_head_of_a_batch_is_applied_one_by_one(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    real = PlaceBets.apply_group
+
+    def written_then_failed(uow: UnitOfWork, commands: Sequence[PlaceBets]) -> Any:
+        real(uow, commands)
+        raise RuntimeError("injected failure after the group's writes")
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(PlaceBets, "apply_group", staticmethod(written_then_failed))
+        return [book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2, 3)]
+
+    futures = batched(group, submit)
+    assert [future.result().placed for future in futures] == [[1], [2], [3]]
+    # Held once each: the group's own writes went with its unit of work.
+    assert [b.to_dict() for b in book.balance("u1")] == [
+        {"currency": "EUR", "available": "17.00", "held": "33.00"}
+    ]
+    assert book.check().ok
+
+
+class RaceOnce:
+    """Writes, then loses a race on its first run only (as a concurrent writer's key would make
+    it): the direct writer runs it again."""
+
+    size = 1
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    def apply(self, uow: UnitOfWork) -> bool:
+        self.runs += 1
+        uow.post([deposit("u1", "EUR", 700, "raced")])
+        if self.runs == 1:
+            raise Retry("a concurrent writer recorded the same key")
+        return True
+
+
+def test_the_head_of_a_batch_that_lost_a_race_runs_again_with_none_of_its_first_writes(
+    book: ledger.Ledger,
+) -> None:
+    group = group_of(book)
+    racer = RaceOnce()
+
+    futures = batched(
+        group,
+        lambda: [group.submit(racer), group.submit(Move(deposit("u3", "EUR", 500, "c")))],
+    )
+    assert futures[0].result(10) is True
+    assert futures[1].result() is True
+    assert racer.runs == 2
+    assert book.balance("u1")[0].available == D("7.00")
+    assert book.check().ok
+
+
+def test_the_head_of_a_batch_opens_no_savepoint_and_what_follows_opens_one_each(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    opened: list[str] = []
+    real = SqlUnitOfWork.savepoint
+
+    def counted(uow: SqlUnitOfWork) -> Any:
+        opened.append("savepoint")
+        return real(uow)
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(SqlUnitOfWork, "savepoint", counted)
+        return [
+            group.submit(Move(deposit("u1", "EUR", 500, "a"))),
+            group.submit(Move(deposit("u2", "EUR", 500, "b"))),
+            group.submit(Move(deposit("u3", "EUR", 500, "c"))),
+        ]
+
+    futures = batched(group, submit)
+    assert [future.result() for future in futures] == [True, True, True]
+    assert opened == ["savepoint", "savepoint"]
