@@ -141,27 +141,32 @@ def test_a_refusal_that_rested_on_an_uncommitted_neighbour_is_answered_503_too(
     assert book.check().ok
 
 
-# --- the head of a batch, applied without a savepoint ---------------------------------------------
+# --- Place Bets at the head of a batch, applied without a savepoint ------------------------------
 
 
-def test_the_head_of_a_batch_failing_after_writing_leaves_nothing_and_the_rest_commit(
-    book: ledger.Ledger,
+def test_a_place_bet_at_the_head_of_a_batch_failing_after_writing_leaves_nothing(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    real = PlaceBets.apply
 
-    futures = batched(
-        group,
-        lambda: [
-            group.submit(Explode()),
-            group.submit(Move(deposit("u1", "EUR", 500, "a"))),
+    def written_then_failed(command: PlaceBets, uow: UnitOfWork) -> Any:
+        real(command, uow)
+        raise RuntimeError("injected failure after the request's writes")
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(PlaceBets, "apply", written_then_failed)
+        return [
+            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
             group.submit(Move(deposit("u3", "EUR", 500, "c"))),
-        ],
-    )
+        ]
+
+    futures = batched(group, submit)
     assert isinstance(futures[0].exception(), RuntimeError)
     assert futures[1].result() is True
-    assert futures[2].result() is True
-    assert book.balance("u2") == []
-    assert book.balance("u1")[0].available == D("5.00")
+    assert book.bet(1) is None
+    assert book.balance("u1")[0].available == D("50.00")
     assert book.balance("u3")[0].available == D("5.00")
     assert book.check().ok
 
@@ -190,41 +195,66 @@ def test_a_group_failing_as_a_whole_at_the_head_of_a_batch_is_applied_one_by_one
     assert book.check().ok
 
 
-class RaceOnce:
-    """Writes, then loses a race on its first run only (as a concurrent writer's key would make
-    it): the direct writer runs it again."""
-
-    size = 1
-
-    def __init__(self) -> None:
-        self.runs = 0
-
-    def apply(self, uow: UnitOfWork) -> bool:
-        self.runs += 1
-        uow.post([deposit("u1", "EUR", 700, "raced")])
-        if self.runs == 1:
-            raise Retry("a concurrent writer recorded the same key")
-        return True
-
-
-def test_the_head_of_a_batch_that_lost_a_race_runs_again_with_none_of_its_first_writes(
-    book: ledger.Ledger,
+def test_a_place_bet_at_the_head_of_a_batch_that_lost_a_race_runs_again_from_nothing(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     group = group_of(book)
-    racer = RaceOnce()
+    book.deposit("u1", "EUR", "50.00", "seed")
+    real = PlaceBets.apply
+    runs: list[int] = []
 
-    futures = batched(
-        group,
-        lambda: [group.submit(racer), group.submit(Move(deposit("u3", "EUR", 500, "c")))],
-    )
-    assert futures[0].result(10) is True
+    def race_once(command: PlaceBets, uow: UnitOfWork) -> Any:
+        result = real(command, uow)
+        runs.append(1)
+        if len(runs) == 1:  # as a concurrent writer's key would make it
+            raise Retry("a concurrent writer recorded the same key")
+        return result
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(PlaceBets, "apply", race_once)
+        return [
+            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            group.submit(Move(deposit("u3", "EUR", 500, "c"))),
+        ]
+
+    futures = batched(group, submit)
+    assert futures[0].result(10).placed == [1]
     assert futures[1].result() is True
-    assert racer.runs == 2
-    assert book.balance("u1")[0].available == D("7.00")
+    assert len(runs) == 2
+    # Held once: the first run's writes went with its unit of work.
+    assert [b.to_dict() for b in book.balance("u1")] == [
+        {"currency": "EUR", "available": "39.00", "held": "11.00"}
+    ]
     assert book.check().ok
 
 
-def test_the_head_of_a_batch_opens_no_savepoint_and_what_follows_opens_one_each(
+def test_place_bets_at_the_head_of_a_batch_open_no_savepoint_and_the_rest_one_each(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    opened: list[str] = []
+    real = SqlUnitOfWork.savepoint
+
+    def counted(uow: SqlUnitOfWork) -> Any:
+        opened.append("savepoint")
+        return real(uow)
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(SqlUnitOfWork, "savepoint", counted)
+        return [
+            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            book.submit_place_bets(P.place(P.entry(2, user="u1"))),
+            group.submit(Move(deposit("u2", "EUR", 500, "b"))),
+            group.submit(Move(deposit("u3", "EUR", 500, "c"))),
+        ]
+
+    futures = batched(group, submit)
+    assert [future.exception() for future in futures] == [None] * 4
+    assert opened == ["savepoint", "savepoint"]
+
+
+def test_a_batch_headed_by_anything_but_place_bets_keeps_a_savepoint_for_each_command(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     group = group_of(book)
@@ -237,12 +267,8 @@ def test_the_head_of_a_batch_opens_no_savepoint_and_what_follows_opens_one_each(
 
     def submit() -> list[Future[Any]]:
         monkeypatch.setattr(SqlUnitOfWork, "savepoint", counted)
-        return [
-            group.submit(Move(deposit("u1", "EUR", 500, "a"))),
-            group.submit(Move(deposit("u2", "EUR", 500, "b"))),
-            group.submit(Move(deposit("u3", "EUR", 500, "c"))),
-        ]
+        return [group.submit(Move(deposit(f"u{n}", "EUR", 500, f"m{n}"))) for n in (1, 2)]
 
     futures = batched(group, submit)
-    assert [future.result() for future in futures] == [True, True, True]
+    assert [future.result() for future in futures] == [True, True]
     assert opened == ["savepoint", "savepoint"]
