@@ -24,7 +24,6 @@ triggers guard every write as before.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import random
@@ -32,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -846,7 +845,7 @@ class GroupCommit:
 
 
 def _savepoint(uow: UnitOfWork, guarded: bool) -> AbstractContextManager[None]:
-    return uow.savepoint() if guarded else contextlib.nullcontext()
+    return uow.savepoint() if guarded else nullcontext()
 
 
 def _runs(batch: list[_Job[Any]]) -> list[list[_Job[Any]]]:
