@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import io
 import logging
 import re
@@ -14,9 +15,11 @@ from pathlib import Path
 import jwt
 import pytest
 from click.testing import CliRunner
+from litestar.testing import TestClient
 
 from ledger.cli import main
 from ledger.http.logs import JSON_LOGGERS
+from ledger.http.serve import _served_app
 from ledger.settings import DEFAULT_MAX_BODY_BYTES, Settings, SettingsError
 from support.httpkit import SECRET
 from support.logs import served_logging
@@ -200,3 +203,18 @@ def test_plain_log_lines_start_with_an_iso_8601_utc_timestamp(served_log: io.Str
 def test_json_log_lines_are_printed_bare(served_log: io.StringIO, name: str) -> None:
     logging.getLogger(name).info('{"msg":"x"}')
     assert served_log.getvalue() == '{"msg":"x"}\n'
+
+
+def test_the_served_app_freezes_its_heap_once_started_and_still_answers(tmp_path: Path) -> None:
+    # The collector then walks only what was made since start-up (ledger._process.freeze_heap).
+    settings = Settings.from_env(
+        {"LEDGER_DATABASE_URL": f"sqlite:///{tmp_path / 'ledger.db'}", "LEDGER_JWT_SECRET": SECRET}
+    )
+    app = _served_app(settings)
+    assert gc.get_freeze_count() == 0
+    try:
+        with TestClient(app) as client:
+            assert gc.get_freeze_count() > 0
+            assert client.get("/health").status_code == 200
+    finally:
+        gc.unfreeze()

@@ -6,7 +6,7 @@ event; everything submitted meanwhile queues up and is taken as one batch when i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from decimal import Decimal as D
 from pathlib import Path
@@ -16,8 +16,9 @@ import pytest
 
 import ledger
 from ledger.domain import deposit
-from ledger.stores import UnitOfWork
-from ledger.writer import GroupCommit, Move
+from ledger.stores import Retry, UnitOfWork
+from ledger.stores.sql import SqlUnitOfWork
+from ledger.writer import GroupCommit, Move, PlaceBets
 from support import payloads as P
 from support.books import batched, fail_commits
 
@@ -138,3 +139,136 @@ def test_a_refusal_that_rested_on_an_uncommitted_neighbour_is_answered_503_too(
     # Bet 1 never committed, so the platform's re-send of bet 2 is affordable and lands.
     assert book.place_bets(P.place(P.entry(2, user="u1"))).placed == [2]
     assert book.check().ok
+
+
+# --- Place Bets at the head of a batch, applied without a savepoint ------------------------------
+
+
+def test_a_place_bet_at_the_head_of_a_batch_failing_after_writing_leaves_nothing(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    real = PlaceBets.apply
+
+    def written_then_failed(command: PlaceBets, uow: UnitOfWork) -> Any:
+        real(command, uow)
+        raise RuntimeError("injected failure after the request's writes")
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(PlaceBets, "apply", written_then_failed)
+        return [
+            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            group.submit(Move(deposit("u3", "EUR", 500, "c"))),
+        ]
+
+    futures = batched(group, submit)
+    assert isinstance(futures[0].exception(), RuntimeError)
+    assert futures[1].result() is True
+    assert book.bet(1) is None
+    assert book.balance("u1")[0].available == D("50.00")
+    assert book.balance("u3")[0].available == D("5.00")
+    assert book.check().ok
+
+
+def test_a_group_failing_as_a_whole_at_the_head_of_a_batch_is_applied_one_by_one(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    real = PlaceBets.apply_group
+
+    def written_then_failed(uow: UnitOfWork, commands: Sequence[PlaceBets]) -> Any:
+        real(uow, commands)
+        raise RuntimeError("injected failure after the group's writes")
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(PlaceBets, "apply_group", staticmethod(written_then_failed))
+        return [book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2, 3)]
+
+    futures = batched(group, submit)
+    assert [future.result().placed for future in futures] == [[1], [2], [3]]
+    # Held once each: the group's own writes went with its unit of work.
+    assert [b.to_dict() for b in book.balance("u1")] == [
+        {"currency": "EUR", "available": "17.00", "held": "33.00"}
+    ]
+    assert book.check().ok
+
+
+def test_a_place_bet_at_the_head_of_a_batch_that_lost_a_race_runs_again_from_nothing(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    real = PlaceBets.apply
+    runs: list[int] = []
+
+    def race_once(command: PlaceBets, uow: UnitOfWork) -> Any:
+        result = real(command, uow)
+        runs.append(1)
+        if len(runs) == 1:  # as a concurrent writer's key would make it
+            raise Retry("a concurrent writer recorded the same key")
+        return result
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(PlaceBets, "apply", race_once)
+        return [
+            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            group.submit(Move(deposit("u3", "EUR", 500, "c"))),
+        ]
+
+    futures = batched(group, submit)
+    assert futures[0].result(10).placed == [1]
+    assert futures[1].result() is True
+    assert len(runs) == 2
+    # Held once: the first run's writes went with its unit of work.
+    assert [b.to_dict() for b in book.balance("u1")] == [
+        {"currency": "EUR", "available": "39.00", "held": "11.00"}
+    ]
+    assert book.check().ok
+
+
+def test_place_bets_at_the_head_of_a_batch_open_no_savepoint_and_the_rest_one_each(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    opened: list[str] = []
+    real = SqlUnitOfWork.savepoint
+
+    def counted(uow: SqlUnitOfWork) -> Any:
+        opened.append("savepoint")
+        return real(uow)
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(SqlUnitOfWork, "savepoint", counted)
+        return [
+            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            book.submit_place_bets(P.place(P.entry(2, user="u1"))),
+            group.submit(Move(deposit("u2", "EUR", 500, "b"))),
+            group.submit(Move(deposit("u3", "EUR", 500, "c"))),
+        ]
+
+    futures = batched(group, submit)
+    assert [future.exception() for future in futures] == [None] * 4
+    assert opened == ["savepoint", "savepoint"]
+
+
+def test_a_batch_headed_by_anything_but_place_bets_keeps_a_savepoint_for_each_command(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    opened: list[str] = []
+    real = SqlUnitOfWork.savepoint
+
+    def counted(uow: SqlUnitOfWork) -> Any:
+        opened.append("savepoint")
+        return real(uow)
+
+    def submit() -> list[Future[Any]]:
+        monkeypatch.setattr(SqlUnitOfWork, "savepoint", counted)
+        return [group.submit(Move(deposit(f"u{n}", "EUR", 500, f"m{n}"))) for n in (1, 2)]
+
+    futures = batched(group, submit)
+    assert [future.result() for future in futures] == [True, True]
+    assert opened == ["savepoint", "savepoint"]

@@ -30,8 +30,10 @@ from typing import Any
 
 import click
 import uvicorn
+from litestar import Litestar
 from uvicorn.supervisors import Multiprocess
 
+from .._process import freeze_heap
 from ..errors import LedgerError, StoreUnavailable
 from ..service import open_ledger
 from ..settings import Settings, SettingsError
@@ -106,7 +108,15 @@ def _worker_app(settings: Settings) -> Any:
     """
     _die_with_parent()
     _configure_logging(settings.log_level)
-    return create_app(settings)
+    return _served_app(settings)
+
+
+def _served_app(settings: Settings) -> Litestar:
+    """The app as ``ledger serve`` runs it: it owns its process, so once started (its ledger
+    open) it freezes the heap it built (:func:`ledger._process.freeze_heap`)."""
+    app = create_app(settings)
+    app.on_startup.append(freeze_heap)
+    return app
 
 
 # prctl(2) option: the signal this process gets when its parent dies.
@@ -206,7 +216,7 @@ def serve(
     config = _uvicorn_config(
         # Several workers: each process builds its own app (and opens its own ledger) from a
         # picklable factory; uvicorn's supervisor binds the socket once and hands it to all.
-        partial(_worker_app, settings) if workers > 1 else create_app(settings),
+        partial(_worker_app, settings) if workers > 1 else _served_app(settings),
         settings,
         factory=workers > 1,
         workers=workers,
