@@ -211,3 +211,49 @@ def test_ids_are_unique_across_stores_and_a_database_error_starts_a_fresh_block(
         assert after > before + ID_BLOCK
     finally:
         second.close()
+
+
+def test_the_journal_checks_walk_the_inserted_rows_and_look_the_journal_up_by_key(
+    pg_book: ledger.Ledger,
+) -> None:
+    """Both statement-level checks (``postings_sealed``, ``transactions_balanced``) run their
+    query once per inserted row, looking the journal up by key (migration 0013): a plan the
+    other way round, the whole journal outside and the transition table rescanned inside, grew
+    with the journal (four times the database CPU per Place Bet with two workers). The plans
+    are read through auto_explain, nested statements included, as notices."""
+    # A young ledger, a session's first check, a group of rows: where the journal, nearly
+    # empty, looked cheaper to walk than the group (the plan plpgsql then keeps).
+    store = _store(pg_book)
+    plans: list[str] = []
+    ids = range(900001, 900041)
+    with store.engine.connect() as connection, connection.begin():
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        driver.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
+        for setting in (
+            "LOAD 'auto_explain'",
+            "SET auto_explain.log_min_duration = 0",
+            "SET auto_explain.log_nested_statements = on",
+            "SET auto_explain.log_level = notice",
+        ):
+            connection.exec_driver_sql(setting)
+        legs = ", ".join(f"({n}, 'user:u1', 'EUR', 5), ({n}, 'house:cash', 'EUR', -5)" for n in ids)
+        connection.execute(
+            text(f"INSERT INTO postings (txn_id, account, currency, amount) VALUES {legs}")
+        )
+        rows = ", ".join(f"({n}, 'forged-{n}', 'deposit', now())" for n in ids)
+        connection.execute(
+            text(f"INSERT INTO transactions (id, idempotency_key, kind, created_at) VALUES {rows}")
+        )
+    checks = {
+        name: next(plan for plan in plans if table in plan and "new_rows" in plan)
+        for name, table in (("sealed", "transactions t"), ("balanced", "postings p"))
+    }
+    for name, plan in checks.items():
+        lines = [line.strip() for line in plan.splitlines() if line.strip()]
+        loop = next(n for n, line in enumerate(lines) if "Nested Loop" in line)
+        # The nested loop's outer side (its first child) is the transition table, scanned
+        # once; the journal is reached by index, inside.
+        outer = next(line for line in lines[loop + 1 :] if line.startswith("->"))
+        assert "Named Tuplestore Scan" in outer, (name, plan)
+        assert "Index" in plan.split("new_rows", 1)[1], (name, plan)
