@@ -254,9 +254,9 @@ def test_upgrade_to_0005_backfills_running_balances_and_restores_the_append_only
 def test_postgres_keeps_room_on_every_page_of_the_tables_updated_in_place(
     postgres_url: str,
 ) -> None:
-    """Balances and user rows are updated far more than they grow: half of each page stays
-    free for their next versions (migration 0012), so that an update leaves the indexes
-    alone."""
+    """Balances and user rows are updated far more than they grow, and every bet is closed once:
+    half of each page stays free for their next versions (migrations 0012, 0014), so that an
+    update leaves the indexes alone."""
     ledger.open_ledger(postgres_url, migrate=True).close()
     engine = create_engine(normalize_url(postgres_url))
     try:
@@ -265,10 +265,84 @@ def test_postgres_keeps_room_on_every_page_of_the_tables_updated_in_place(
                 connection.execute(
                     text(
                         "SELECT relname, reloptions FROM pg_class "
-                        "WHERE relname IN ('accounts', 'users', 'postings')"
+                        "WHERE relname IN ('accounts', 'users', 'bets', 'postings')"
                     )
                 ).all()
             )
     finally:
         engine.dispose()
-    assert options == {"accounts": ["fillfactor=50"], "users": ["fillfactor=50"], "postings": None}
+    assert options == {
+        "accounts": ["fillfactor=50"],
+        "users": ["fillfactor=50"],
+        "bets": ["fillfactor=50"],
+        "postings": None,
+    }
+
+
+def test_no_index_of_the_bets_names_a_column_their_close_changes(store_url: str) -> None:
+    """A close changes state, payout, payout_currency and closed_at: with no index naming them
+    (not even in a partial index's predicate), a Postgres close is a heap-only update."""
+    ledger.open_ledger(store_url, migrate=True).close()
+    engine = create_engine(normalize_url(store_url))
+    try:
+        indexes = inspect(engine).get_indexes("bets")
+        with engine.connect() as connection:
+            if engine.dialect.name == "sqlite":
+                sql = "SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'bets'"
+            else:
+                sql = "SELECT indexdef FROM pg_indexes WHERE tablename = 'bets'"
+            definitions = " ".join(row[0] or "" for row in connection.exec_driver_sql(sql))
+    finally:
+        engine.dispose()
+    closing = {"state", "payout", "payout_currency", "closed_at"}
+    assert not any(closing & set(index["column_names"]) for index in indexes), indexes
+    assert not any(column in definitions for column in closing), definitions
+
+
+def test_upgrade_to_0014_lists_the_placed_bets_as_open_holds(empty_url: str) -> None:
+    placed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    engine = create_engine(normalize_url(empty_url))
+    row = {
+        "user_uid": "u1",
+        "pool_uid": 7,
+        "currency": "EUR",
+        "amount": 1000,
+        "rake": 100,
+        "funding": "cash",
+        "payout": None,
+        "payout_currency": None,
+        "ticket": None,
+        "request_uuid": None,
+        "secrets": {},
+    }
+    try:
+        with engine.begin() as connection:
+            upgrade(connection, "0013")
+            connection.execute(
+                bets.insert(),
+                [
+                    {**row, "uid": 1, "state": "placed", "placed_at": placed, "closed_at": None},
+                    {
+                        **row,
+                        "uid": 2,
+                        "state": "refunded",
+                        "placed_at": placed,
+                        "closed_at": placed + timedelta(days=1),
+                    },
+                    {
+                        **row,
+                        "uid": 3,
+                        "state": "placed",
+                        "placed_at": placed + timedelta(hours=1),
+                        "closed_at": None,
+                    },
+                ],
+            )
+    finally:
+        engine.dispose()
+    with ledger.open_ledger(empty_url, migrate=True) as book:
+        holds = book.holds().items
+        assert [(hold.uid, utc(hold.placed_at)) for hold in holds] == [
+            (1, placed),
+            (3, placed + timedelta(hours=1)),
+        ]

@@ -177,10 +177,14 @@ def _state(uow: SqlUnitOfWork) -> dict[str, Any]:
         "payout, payout_currency, reference, request_id FROM events ORDER BY grp, ordinal",
     }
     # Amounts as Python integers: SQLite's text beyond 64 bits, Postgres' Decimal.
-    return {
+    state = {
         name: [tuple(_plain(value) for value in row) for row in connection.execute(text(sql))]
         for name, sql in queries.items()
     }
+    # The open holds are the placed bets, whichever way the close went.
+    opened = connection.execute(text("SELECT uid FROM open_bets ORDER BY uid")).scalars().all()
+    assert list(opened) == [bet[0] for bet in state["bets"] if bet[1] == "placed"]
+    return state
 
 
 def _plain(value: Any) -> Any:

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Connection, String, and_, case, cast, func, literal, not_, select
+from sqlalchemy import Connection, String, and_, case, cast, func, literal, not_, or_, select
 from sqlalchemy.sql import ColumnElement
 
 from ..domain import BetState, Funding, TxnKind
 from .base import CheckReport
 from .dialect import Dialect
-from .schema import accounts, bets, postings, transactions
+from .schema import accounts, bets, open_bets, postings, transactions
 
 __all__ = ["check"]
 
@@ -49,6 +49,7 @@ def check(connection: Connection, dialect: Dialect) -> CheckReport:
     problems.extend(_keys_used_once(connection))
     problems.extend(_bets_match_their_money(connection, dialect))
     problems.extend(_held_equals_open_holds(connection, dialect))
+    problems.extend(_open_bets_are_the_placed_bets(connection))
     counts = [
         connection.execute(select(func.count()).select_from(table)).scalar_one()
         for table in (transactions, postings, accounts, bets)
@@ -271,6 +272,31 @@ def _bets_match_their_money(connection: Connection, dialect: Dialect) -> Iterato
             found += 1
             if found <= LIMIT:
                 yield f"bet {uid} is {state} ({funding}): legs {actual}, expected {expected}"
+
+
+def _open_bets_are_the_placed_bets(connection: Connection) -> Iterator[str]:
+    """``open_bets`` (what the open holds are read from) lists every placed bet, with the time
+    it was placed, and nothing else."""
+    placed = bets.c.state == BetState.PLACED.value
+    missing = (
+        select(bets.c.uid)
+        .select_from(bets.outerjoin(open_bets, open_bets.c.uid == bets.c.uid))
+        .where(placed, open_bets.c.uid.is_(None))
+        .order_by(bets.c.uid)
+        .limit(LIMIT)
+    )
+    for (uid,) in connection.execute(missing):
+        yield f"bet {uid} is placed but not among the open holds (open_bets)"
+    extra = (
+        select(open_bets.c.uid, bets.c.state)
+        .select_from(open_bets.outerjoin(bets, bets.c.uid == open_bets.c.uid))
+        .where(or_(bets.c.uid.is_(None), not_(placed), bets.c.placed_at != open_bets.c.placed_at))
+        .order_by(open_bets.c.uid)
+        .limit(LIMIT)
+    )
+    for uid, state in connection.execute(extra):
+        what = "no bet" if state is None else f"bet is {state}"
+        yield f"open hold {uid} in open_bets does not match its bet ({what})"
 
 
 def _held_equals_open_holds(connection: Connection, dialect: Dialect) -> Iterator[str]:

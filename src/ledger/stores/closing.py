@@ -7,7 +7,7 @@ Postgres) and this module finds the first item the domain would refuse, and else
 the domain would have written, with ``INSERT ... SELECT`` and ``UPDATE ... FROM``:
 
 - the bet states (each bet closed by its first mention; a later one is the replay or conflict
-  it would be in the domain);
+  it would be in the domain), and the closed bets out of ``open_bets``;
 - the postings, per chunk of :data:`ledger.writer.CHUNK` items a transaction of its own with the
   same key, the same per-bet user legs in item order and the same summed house legs after them;
 - the balances and every posting's running balance.
@@ -318,6 +318,7 @@ def write(
     closing = _run(connection, "SELECT count(*) FROM close_rows").scalar()
     if changed != closing:
         raise Retry(f"{closing - changed} bet(s) were closed by a concurrent request")
+    _run(connection, "DELETE FROM open_bets WHERE uid IN (SELECT uid FROM close_rows)")
     _append_events(connection, kind, int(closing), request_id, event_slots)
     # The user accounts (close_deltas, from within_bounds), each changed once by the request's
     # total for it, in key order like every other writer's: credits added (the account

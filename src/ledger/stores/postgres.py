@@ -358,6 +358,11 @@ class PostgresDialect:
                 tuple(list(column) for column in zip(*chunk, strict=True)),
             )
             changed += int(result.rowcount)
+            _defer(
+                connection,
+                "DELETE FROM open_bets WHERE uid = ANY(%s::bigint[])",
+                ([row[-1] for row in chunk],),
+            )
         return changed
 
     def select_bets(self, connection: Connection, uids: Sequence[int]) -> Iterator[Any]:

@@ -58,7 +58,7 @@ from .base import (
     StatementRow,
 )
 from .dialect import Dialect
-from .schema import accounts, bets, from_stored, postings, tournaments, transactions
+from .schema import accounts, bets, from_stored, open_bets, postings, tournaments, transactions
 
 __all__ = [
     "BET_SELECT",
@@ -280,13 +280,16 @@ def stale_condition(rule: StaleRule) -> ColumnElement[bool]:
             tournaments.c.estimated_end_time.is_not(None),
             tournaments.c.estimated_end_time <= (rule.now - rule.grace).astimezone(UTC),
         ),
-        else_=bets.c.placed_at <= (rule.now - rule.max_age).astimezone(UTC),
+        else_=open_bets.c.placed_at <= (rule.now - rule.max_age).astimezone(UTC),
     )
 
 
 def holds_source() -> FromClause:
-    """What open holds are read from: the bets, with their tournament's estimated end."""
-    return bets.outerjoin(tournaments, tournaments.c.uid == bets.c.pool_uid)
+    """What open holds are read from: ``open_bets`` (which bets are open, oldest first) with
+    their bets and their tournament's estimated end."""
+    return open_bets.join(bets, bets.c.uid == open_bets.c.uid).outerjoin(
+        tournaments, tournaments.c.uid == bets.c.pool_uid
+    )
 
 
 def holds(
@@ -310,26 +313,28 @@ def holds(
             bets.c.amount,
             bets.c.rake,
             bets.c.funding,
-            bets.c.placed_at,
+            open_bets.c.placed_at,
             # Computed where it is filtered: the rule has one home.
             stale_condition(rule).label("stale"),
         )
         .select_from(holds_source())
-        .where(bets.c.state == BetState.PLACED.value)
-        .order_by(bets.c.placed_at, bets.c.uid)
+        .order_by(open_bets.c.placed_at, open_bets.c.uid)
         .limit(limit)
     )
     if after is not None:
         placed_at, uid = after[0].astimezone(UTC), after[1]
         query = query.where(
-            or_(bets.c.placed_at > placed_at, and_(bets.c.placed_at == placed_at, bets.c.uid > uid))
+            or_(
+                open_bets.c.placed_at > placed_at,
+                and_(open_bets.c.placed_at == placed_at, open_bets.c.uid > uid),
+            )
         )
     if user is not None:
         query = query.where(bets.c.user_uid == user)
     if pool_uid is not None:
         query = query.where(bets.c.pool_uid == pool_uid)
     if placed_by is not None:
-        query = query.where(bets.c.placed_at <= placed_by.astimezone(UTC))
+        query = query.where(open_bets.c.placed_at <= placed_by.astimezone(UTC))
     if only_stale:
         query = query.where(stale_condition(rule))
     return [
@@ -349,12 +354,8 @@ def holds(
 
 
 def count_stale_holds(connection: Connection, stale: StaleRule) -> int:
-    """How many open holds are stale: one range of the ``bets_open`` index."""
-    query = (
-        select(func.count())
-        .select_from(holds_source())
-        .where(bets.c.state == BetState.PLACED.value, stale_condition(stale))
-    )
+    """How many open holds are stale: a walk of ``open_bets``, the open holds only."""
+    query = select(func.count()).select_from(holds_source()).where(stale_condition(stale))
     return int(connection.execute(query).scalar_one())
 
 

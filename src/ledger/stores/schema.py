@@ -46,6 +46,7 @@ __all__ = [
     "events",
     "from_stored",
     "metadata",
+    "open_bets",
     "operator_audit",
     "operator_sessions",
     "operators",
@@ -211,15 +212,23 @@ bets = Table(
     CheckConstraint("amount >= 0 AND rake >= 0", name="bets_amounts"),
     Index("bets_pool", "pool_uid"),
     Index("bets_user", "user_uid"),
-    # Open holds, oldest first, and the stale-holds gauge: one index range over the open bets
-    # only (migrations 0005, 0011): a close removes an entry and inserts none.
-    Index(
-        "bets_open",
-        "placed_at",
-        "uid",
-        sqlite_where=text("state = 'placed'"),
-        postgresql_where=text("state = 'placed'"),
-    ),
+    # No index names a column a close changes (state, payout, closed_at): on Postgres a close
+    # is then a heap-only update, the new version on the row's own page (fill factor 50,
+    # migration 0014) and no index touched. Which bets are open lives in open_bets.
+)
+
+# Open holds: one row per bet still placed, written with the bet and removed by its close, in
+# the same transaction (every writer of bets: ledger.stores.sql, the dialects' close_bet_rows,
+# ledger.stores.closing). It serves "open holds, oldest first" and the stale-holds gauge with
+# one range of open_bets_placed; ``ledger audit`` proves it is exactly the placed bets. Before
+# migration 0014 this was a partial index of bets on ``state = 'placed'``: an index naming the
+# state made every close on Postgres a full update, a new entry in each index of bets.
+open_bets = Table(
+    "open_bets",
+    metadata,
+    Column("uid", BigId, primary_key=True, autoincrement=False),
+    Column("placed_at", DateTime(timezone=True), nullable=False),
+    Index("open_bets_placed", "placed_at", "uid"),
 )
 
 # --- the delivery journal (ledger.deliveries) -----------------------------------------------------

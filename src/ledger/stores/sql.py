@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ..deliveries import DeliveryFilter, DeliveryRecord
 from ..directory import Seen
-from ..domain import Bet, Transaction, account_kind
+from ..domain import Bet, BetState, Transaction, account_kind
 from ..errors import CapacityExceeded, InsufficientFunds
 from ..events import EventRow
 from . import audit, closing, directory, queries
@@ -46,7 +46,7 @@ from .base import (
     UserRecord,
 )
 from .dialect import Dialect
-from .schema import CAPACITY, bets, postings, transactions
+from .schema import CAPACITY, bets, open_bets, postings, transactions
 
 __all__ = ["SqlStore", "SqlUnitOfWork"]
 
@@ -227,8 +227,11 @@ class SqlUnitOfWork:
                     now,
                 )
             )
+        # A new bet is open until its close removes its row from open_bets (the open holds).
+        open_rows = [(bet.uid, now) for bet in new_bets if bet.state is BetState.PLACED]
         with self._store.translate_errors():
             self._dialect.insert_rows(self._conn, bets, BET_COLUMNS, rows)
+            self._dialect.insert_rows(self._conn, open_bets, ("uid", "placed_at"), open_rows)
 
     def close_bets(self, closed: Sequence[Bet]) -> None:
         if not closed:

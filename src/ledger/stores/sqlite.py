@@ -295,7 +295,10 @@ class SqliteDialect:
             _stored_rows(rows, [1]),
             many=True,
         )
-        return int(result.rowcount)
+        changed = int(result.rowcount)
+        uids = [(row[-1],) for row in rows]
+        _run(connection, "DELETE FROM open_bets WHERE uid = ?", uids, many=True)
+        return changed
 
     def select_bets(self, connection: Connection, uids: Sequence[int]) -> Iterator[Any]:
         # One JSON array per query instead of an IN list: no parameter limit, one statement
