@@ -94,7 +94,6 @@ TEMP_TABLES = (
     "close_rows",
     "close_legs",
     "close_deltas",
-    "close_postings",
 )
 
 
@@ -342,31 +341,6 @@ def write(
     if debited != debits:
         # A held account that is missing: never, while holds are what placed them.
         raise InsufficientFunds("a user balance would go below zero")
-    # Each leg's running balance counts up, leg by leg in the request's order, to the balance
-    # the update left (read under the lock the update holds).
-    dialect.temp_table(
-        connection,
-        "close_postings",
-        (
-            ("pos", "int"),
-            ("leg", "int"),
-            ("account", "text"),
-            ("currency", "text"),
-            ("amount", "amount"),
-            ("bet_uid", "int"),
-            ("balance_after", "amount"),
-        ),
-    )
-    _run(
-        connection,
-        """INSERT INTO close_postings
-           SELECT l.pos, l.leg, l.account, l.currency, l.amount, l.bet_uid,
-                  a.balance - sum(l.amount) OVER (PARTITION BY l.account, l.currency)
-                  + sum(l.amount) OVER (PARTITION BY l.account, l.currency ORDER BY l.pos, l.leg
-                                        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-           FROM close_legs l JOIN accounts a ON a.name = l.account AND a.currency = l.currency""",
-    )
-    dialect.analyze(connection, ("close_postings",))
     house = _house_legs(connection, kind, chunk)
     chunks = f"SELECT DISTINCT pos / {chunk} FROM close_legs"  # noqa: S608 - an int, no input
     parts = sorted({int(part) for (part,) in _run(connection, chunks)})
@@ -375,18 +349,27 @@ def write(
     created_at = dialect.timestamp(datetime.now(UTC))
     if ids:
         # Every chunk's user legs in one statement, each with its chunk's transaction: one pass
-        # over close_postings (a statement per chunk scanned all of it again: twenty times at a
-        # million items) and one run of the journal's per-statement checks. Each account's legs
-        # keep the order of their running balances; the house legs follow, chunk by chunk.
+        # over the legs (a statement per chunk scanned all of them again: twenty times at a
+        # million items) and one run of the journal's per-statement checks. Each leg's running
+        # balance counts up, leg by leg in the request's order, to the balance the update left
+        # (read under the lock the update holds), computed as the rows go in: no temporary
+        # table of a million postings written and read back. Each account's legs keep the
+        # order of their running balances; the house legs follow, chunk by chunk.
         txn_of = " ".join(
             f"WHEN {part} THEN {txn_id}" for txn_id, part in zip(ids, parts, strict=True)
         )
         _run(
             connection,
             f"""INSERT INTO postings (txn_id, account, currency, amount, bet_uid, balance_after)
-                SELECT CASE pos / {chunk} {txn_of} END, account, currency, amount, bet_uid,
-                       balance_after
-                FROM close_postings ORDER BY pos, leg""",  # noqa: S608 - integers, no input
+                SELECT CASE l.pos / {chunk} {txn_of} END, l.account, l.currency, l.amount,
+                       l.bet_uid,
+                       a.balance - sum(l.amount) OVER (PARTITION BY l.account, l.currency)
+                       + sum(l.amount) OVER (PARTITION BY l.account, l.currency
+                                             ORDER BY l.pos, l.leg
+                                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+                FROM close_legs l
+                JOIN accounts a ON a.name = l.account AND a.currency = l.currency
+                ORDER BY l.pos, l.leg""",  # noqa: S608 - integers, no input
         )
     for txn_id, part in zip(ids, parts, strict=True):
         dialect.insert_rows(
