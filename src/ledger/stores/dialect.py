@@ -12,7 +12,7 @@ building in SQLAlchemy would cost more than the database's own work.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -153,7 +153,7 @@ class Dialect(Protocol):
         connection: Connection,
         name: str,
         columns: Sequence[tuple[str, str]],
-        rows: Sequence[tuple[Any, ...]],
+        rows: Iterable[tuple[Any, ...]],
     ) -> None:
         """Create the temporary table ``name`` (as :meth:`temp_table`) and load ``rows`` into
         it in bulk (``executemany``, ``COPY``)."""

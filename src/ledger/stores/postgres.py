@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -399,7 +399,7 @@ class PostgresDialect:
         connection: Connection,
         name: str,
         columns: Sequence[tuple[str, str]],
-        rows: Sequence[tuple[Any, ...]],
+        rows: Iterable[tuple[Any, ...]],
     ) -> None:
         # For this transaction only: the close's hashes, sorts and windows over every item
         # (and the bets trigger's transition tables) in memory, not in batches spilled to

@@ -28,7 +28,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from itertools import chain
 from operator import itemgetter
@@ -321,7 +321,7 @@ class SqliteDialect:
         connection: Connection,
         name: str,
         columns: Sequence[tuple[str, str]],
-        rows: Sequence[tuple[Any, ...]],
+        rows: Iterable[tuple[Any, ...]],
     ) -> None:
         self.temp_table(connection, name, columns)
         marks = ", ".join("?" for _ in columns)
