@@ -304,10 +304,12 @@ def write(
     chunk: int,
     request_id: str | None,
     event_slots: Callable[[int], tuple[int, int]],
+    items: int,
 ) -> ClosingOutcome:
-    """Write what the staged request does (after :func:`first_refusal` found nothing and
-    :func:`within_bounds` agreed): bet states, postings, balances, one event per bet closed
-    (ordinals from ``event_slots``); transaction ``key:<n>`` for the items of chunk ``n``."""
+    """Write what the staged request of ``items`` items does (after :func:`first_refusal`
+    found nothing and :func:`within_bounds` agreed): bet states, postings, balances, one event
+    per bet closed (ordinals from ``event_slots``); transaction ``key:<n>`` for the items of
+    chunk ``n``."""
     closed_at = dialect.timestamp(datetime.now(UTC))
     # Bets first, as the domain path does: one closed meanwhile by a concurrent request (READ
     # COMMITTED on Postgres) makes the request run again, and see it.
@@ -391,24 +393,33 @@ def write(
             ("id", "idempotency_key", "kind", "user_uid", "reference", "created_at"),
             [(txn_id, f"{key}:{part}", kind, None, None, created_at)],
         )
-    unchanged = [
-        int(pos)
-        for (pos,) in _run(
-            connection,
-            # NOT EXISTS, an anti-join on close_rows' key: Postgres hashes a NOT IN list
-            # only while it fits work_mem, and past that (a million items) compares every
-            # item with every closed one, for hours: the statement timeout's 503.
-            "SELECT s.pos FROM close_stage s "
-            "WHERE NOT EXISTS (SELECT 1 FROM close_rows c WHERE c.pos = s.pos) ORDER BY s.pos",
-        )
-    ]
+    # Every item closed its bet (the usual case: no re-send, no bet named twice): none left
+    # unchanged, and no anti-join of a million staged items with a million closed ones.
+    unchanged = (
+        []
+        if closing == items
+        else [
+            int(pos)
+            for (pos,) in _run(
+                connection,
+                # NOT EXISTS, an anti-join on close_rows' key: Postgres hashes a NOT IN list
+                # only while it fits work_mem, and past that (a million items) compares every
+                # item with every closed one, for hours: the statement timeout's 503.
+                "SELECT s.pos FROM close_stage s WHERE NOT EXISTS "
+                "(SELECT 1 FROM close_rows c WHERE c.pos = s.pos) ORDER BY s.pos",
+            )
+        ]
+    )
     noted = [
         int(pos)
         for (pos,) in _run(
             connection,
+            # The first condition reads the staged item alone, so the database filters the
+            # items before the join (a settle claims nothing: usually none are left).
             """SELECT s.pos FROM close_stage s JOIN close_rows c ON c.pos = s.pos
-               WHERE s.note = 1 OR COALESCE(s.claimed_amount <> c.amount, FALSE)
-                  OR COALESCE(s.claimed_rake <> c.rake, FALSE)
+               WHERE (s.note = 1 OR s.claimed_amount IS NOT NULL OR s.claimed_rake IS NOT NULL)
+                 AND (s.note = 1 OR COALESCE(s.claimed_amount <> c.amount, FALSE)
+                      OR COALESCE(s.claimed_rake <> c.rake, FALSE))
                ORDER BY s.pos""",
         )
     ]

@@ -278,7 +278,7 @@ class SqlUnitOfWork:
                 closing.discard(self._conn)
                 return None
             outcome = closing.write(
-                self._conn, self._dialect, kind, key, chunk, request_id, self.event_slots
+                self._conn, self._dialect, kind, key, chunk, request_id, self.event_slots, len(rows)
             )
             now = datetime.now(UTC)
             directory.record_seen(self._conn, self._dialect, seen, now)
