@@ -128,10 +128,11 @@ def bet_currencies(connection: Connection, dialect: Dialect, uids: Sequence[int]
     return dialect.bet_currencies(connection, uids)
 
 
-def stage(connection: Connection, dialect: Dialect, rows: Sequence[Staged]) -> None:
+def stage(connection: Connection, dialect: Dialect, rows: Sequence[Staged]) -> bool:
     """Load the request's items into ``close_stage``, each with the position of the first item
     naming its bet (found here, as the rows stream out: a ``GROUP BY`` of a million staged rows
-    and a join with it cost the database more than a dictionary costs Python)."""
+    and a join with it cost the database more than a dictionary costs Python). True when some
+    bet is named by more than one item."""
     discard(connection)
     firsts: dict[int, int] = {}
     first = firsts.setdefault
@@ -142,6 +143,7 @@ def stage(connection: Connection, dialect: Dialect, rows: Sequence[Staged]) -> N
         ((*row, first(row[1], row[0])) for row in rows),
     )
     dialect.analyze(connection, ("close_stage",))
+    return len(firsts) < len(rows)
 
 
 def discard(connection: Connection) -> None:
@@ -175,19 +177,32 @@ _REFUSED = {
         OR (b.state = 'settled'
             AND NOT {_same("b.payout", "b.payout_currency", "s.payout", "s.payout_currency")})
         OR (b.state = 'placed' AND s.pos = s.first AND {_OTHER_OWNER})
-        OR (b.state = 'placed' AND s.pos <> s.first
-            AND NOT {_same("o.payout", "o.payout_currency", "s.payout", "s.payout_currency")})
+    """,
+}
+
+# A later item naming a bet an earlier item of the request closes: a settle refuses it when its
+# payout is not the first item's (``o``, joined only when some bet is named twice).
+_REPEATED = {
+    "refund": None,
+    "settle": f"""
+        (b.state = 'placed' AND s.pos <> s.first
+         AND NOT {_same("o.payout", "o.payout_currency", "s.payout", "s.payout_currency")})
     """,
 }
 
 
-def first_refusal(connection: Connection, kind: Kind) -> int | None:
-    """The position of the first item the domain would refuse, or ``None``."""
+def first_refusal(connection: Connection, kind: Kind, repeats: bool) -> int | None:
+    """The position of the first item the domain would refuse, or ``None``; ``repeats``: some
+    bet is named by more than one item (as :func:`stage` found)."""
+    refused, repeated = _REFUSED[kind], _REPEATED[kind]
+    first_item = ""
+    if repeats and repeated is not None:
+        refused = f"{refused} OR {repeated}"
+        first_item = "JOIN close_stage o ON o.pos = s.first"
     sql = f"""
-        SELECT min(s.pos) FROM close_stage s
-        JOIN close_stage o ON o.pos = s.first
+        SELECT min(s.pos) FROM close_stage s {first_item}
         LEFT JOIN bets b ON b.uid = s.uid
-        WHERE {_REFUSED[kind]}
+        WHERE {refused}
     """  # noqa: S608 - fixed SQL, no input
     found = _run(connection, sql).scalar()
     return None if found is None else int(found)

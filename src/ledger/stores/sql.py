@@ -269,8 +269,8 @@ class SqlUnitOfWork:
         if not closing.staged_within(rows, limit):
             return None
         with self._store.translate_errors():
-            closing.stage(self._conn, self._dialect, rows)
-            refused = closing.first_refusal(self._conn, kind)
+            repeats = closing.stage(self._conn, self._dialect, rows)
+            refused = closing.first_refusal(self._conn, kind, repeats)
             if refused is not None:
                 closing.discard(self._conn)
                 return refused
