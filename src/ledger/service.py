@@ -950,7 +950,10 @@ def _seen(pools: Iterable[Pool], users: Iterable[User]) -> Seen:
 def _users_seen(users: Iterable[User]) -> list[UserSeen]:
     """Each user as one entry of a payload describes it, in the payload's order."""
     label = directory.label
-    return [UserSeen(user.uid, label(user.name), label(user.client)) for user in users]
+    # tuple.__new__ straight: a NamedTuple's own __new__ is a Python call per user, a tenth of
+    # a second at a million participants.
+    new = tuple.__new__
+    return [new(UserSeen, (user.uid, label(user.name), label(user.client))) for user in users]
 
 
 def _run_paused(writer: Writer, payload: Any, command: Callable[[Any], Command[R]]) -> R:
