@@ -120,22 +120,26 @@ def test_upgrade_to_0002_keeps_every_amount_and_repairs_overflowed_balances(
         assert {kind for (kind,) in kinds} == {"text"}  # 9.3e18 is beyond 64 bits: exact text
 
 
+# A bet row as the older revisions' tests write it by hand (uid, user, tournament, state and
+# times added by each test).
+BET_ROW: dict[str, Any] = {
+    "currency": "EUR",
+    "amount": 1000,
+    "rake": 100,
+    "funding": "cash",
+    "payout": None,
+    "payout_currency": None,
+    "ticket": None,
+    "request_uuid": None,
+    "secrets": {},
+}
+
+
 def test_upgrade_to_0004_backfills_tournaments_and_users_from_the_bets(empty_url: str) -> None:
     placed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     closed = datetime(2026, 1, 9, tzinfo=UTC)
     engine = create_engine(normalize_url(empty_url))
-    row = {
-        "currency": "EUR",
-        "amount": 1000,
-        "rake": 100,
-        "funding": "cash",
-        "payout": None,
-        "payout_currency": None,
-        "ticket": None,
-        "request_uuid": None,
-        "secrets": {},
-        "closed_at": None,
-    }
+    row = {**BET_ROW, "closed_at": None}
     try:
         with engine.begin() as connection:
             upgrade(connection, "0002")
@@ -302,19 +306,7 @@ def test_no_index_of_the_bets_names_a_column_their_close_changes(store_url: str)
 def test_upgrade_to_0014_lists_the_placed_bets_as_open_holds(empty_url: str) -> None:
     placed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     engine = create_engine(normalize_url(empty_url))
-    row = {
-        "user_uid": "u1",
-        "pool_uid": 7,
-        "currency": "EUR",
-        "amount": 1000,
-        "rake": 100,
-        "funding": "cash",
-        "payout": None,
-        "payout_currency": None,
-        "ticket": None,
-        "request_uuid": None,
-        "secrets": {},
-    }
+    row = {**BET_ROW, "user_uid": "u1", "pool_uid": 7}
     try:
         with engine.begin() as connection:
             upgrade(connection, "0013")
