@@ -228,20 +228,26 @@ def test_a_place_bet_at_the_head_of_a_batch_that_lost_a_race_runs_again_from_not
     assert book.check().ok
 
 
-def test_place_bets_at_the_head_of_a_batch_open_no_savepoint_and_the_rest_one_each(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    group = group_of(book)
-    book.deposit("u1", "EUR", "50.00", "seed")
-    opened: list[str] = []
+def count_savepoints(monkeypatch: pytest.MonkeyPatch, opened: list[str]) -> None:
+    """From now on, note in ``opened`` each savepoint a unit of work opens."""
     real = SqlUnitOfWork.savepoint
 
     def counted(uow: SqlUnitOfWork) -> Any:
         opened.append("savepoint")
         return real(uow)
 
+    monkeypatch.setattr(SqlUnitOfWork, "savepoint", counted)
+
+
+def test_place_bets_at_the_head_of_a_batch_open_no_savepoint_and_the_rest_one_each(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    opened: list[str] = []
+
     def submit() -> list[Future[Any]]:
-        monkeypatch.setattr(SqlUnitOfWork, "savepoint", counted)
+        count_savepoints(monkeypatch, opened)
         return [
             book.submit_place_bets(P.place(P.entry(1, user="u1"))),
             book.submit_place_bets(P.place(P.entry(2, user="u1"))),
@@ -259,14 +265,9 @@ def test_a_batch_headed_by_anything_but_place_bets_keeps_a_savepoint_for_each_co
 ) -> None:
     group = group_of(book)
     opened: list[str] = []
-    real = SqlUnitOfWork.savepoint
-
-    def counted(uow: SqlUnitOfWork) -> Any:
-        opened.append("savepoint")
-        return real(uow)
 
     def submit() -> list[Future[Any]]:
-        monkeypatch.setattr(SqlUnitOfWork, "savepoint", counted)
+        count_savepoints(monkeypatch, opened)
         return [group.submit(Move(deposit(f"u{n}", "EUR", 500, f"m{n}"))) for n in (1, 2)]
 
     futures = batched(group, submit)
