@@ -75,7 +75,7 @@ def parse_scales(text: str) -> dict[str, int]:
     scales: dict[str, int] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         code, sep, digits = item.partition("=")
-        if not sep or not digits.strip().isdigit() or not code.strip():
+        if not sep or not (digits.isascii() and digits.strip().isdigit()) or not code.strip():
             raise ValueError(f"bad currency scale {item!r}: expected CODE=DIGITS")
         scales[code.strip().upper()] = int(digits)
     return scales

@@ -276,7 +276,8 @@ def parse_after(value: str | int | None) -> int:
         number = value
     else:
         text = str(value).strip()
-        if not text.isdigit() or len(text) > 19:
+        # ASCII only: str.isdigit() also admits "²", which int() then refuses (a 500).
+        if not (text.isascii() and text.isdigit()) or len(text) > 19:
             raise InvalidRequest(f"after: expected an event id (0 or more), got {text[:64]!r}")
         number = int(text)
     if number < 0 or number > 2**63 - 1:

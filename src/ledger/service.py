@@ -1094,7 +1094,8 @@ def _statement_position(before: int | str | None) -> int | None:
     """The posting id a statement page continues below: from a cursor, or a bare id."""
     if before is None or before == "":
         return None
-    if isinstance(before, str) and before.strip().lstrip("-").isdigit():
+    # ASCII only: str.isdigit() also admits "²", which int() then refuses (a 500).
+    if isinstance(before, str) and before.isascii() and before.strip().lstrip("-").isdigit():
         before = int(before)
     if isinstance(before, int):
         return check_id(before, "before")

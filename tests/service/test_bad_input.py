@@ -368,6 +368,15 @@ def test_a_statement_page_or_pool_beyond_64_bits_is_bad_input(book: ledger.Ledge
         book.pool_report(2**64)
 
 
+def test_a_statement_cursor_of_non_ascii_digits_is_bad_input_not_a_crash(
+    book: ledger.Ledger,
+) -> None:
+    """ "²" is a digit to str.isdigit() and not to int(): a 400, never an internal error."""
+    book.deposit("u1", "EUR", "1.00", reference="a")
+    with raises_key("request.invalid_cursor"):
+        book.statement("u1", before="²")
+
+
 def test_payload_schemas_describe_amounts_as_bounded_strings_or_numbers() -> None:
     schema = msgspec.json.schema(ledger.SettleRequest)
     payout = schema["$defs"]["SettleBet"]["properties"]["payout"]

@@ -56,7 +56,8 @@ def test_a_long_poll_wait_is_capped_and_bad_waits_are_refused() -> None:
 def test_after_is_an_event_id_from_zero() -> None:
     assert events.parse_after(None) == 0
     assert events.parse_after("42") == 42
-    for bad in ("-1", "1.5", "x", str(2**63)):
+    # "²" is a digit to str.isdigit() but not to int(): a 400 too, never a 500.
+    for bad in ("-1", "1.5", "x", str(2**63), "²", "1²"):
         with pytest.raises(InvalidRequest):
             events.parse_after(bad)
 
