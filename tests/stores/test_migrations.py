@@ -303,6 +303,41 @@ def test_no_index_of_the_bets_names_a_column_their_close_changes(store_url: str)
     assert not any(column in definitions for column in closing), definitions
 
 
+KEYS = {
+    ("accounts", "name"),
+    ("accounts", "currency"),
+    ("postings", "account"),
+    ("postings", "currency"),
+    ("users", "uid"),
+    ("bets", "user_uid"),
+}
+
+
+def test_text_keys_sort_as_python_sorts_them_whatever_the_servers_locale(store_url: str) -> None:
+    """Account names, currencies and user uids compare byte by byte (migration 0015 on Postgres,
+    SQLite's own rule): SQL's ORDER BY takes accounts in the order the Python writers' sorted()
+    locks them, and no comparison goes through the server locale's strcoll."""
+    names = ["user:b", "user:B", "user:é", "user:e", "user:Z", "user:10", "user:9", "user:_x"]
+    with ledger.open_ledger(store_url, migrate=True) as book:
+        for name in names:
+            book.deposit(name.removeprefix("user:"), "EUR", "1.00", f"r-{name}")
+    engine = create_engine(normalize_url(store_url))
+    try:
+        with engine.connect() as connection:
+            ordered = connection.execute(
+                text("SELECT name FROM accounts WHERE kind = 'available' ORDER BY name")
+            ).scalars()
+            assert list(ordered) == sorted(names)
+            if engine.dialect.name == "postgresql":
+                collations = connection.exec_driver_sql(
+                    "SELECT table_name, column_name, collation_name FROM information_schema.columns"
+                    " WHERE table_schema = current_schema() AND collation_name = 'C'"
+                ).all()
+                assert {(table, column) for table, column, _ in collations} == KEYS
+    finally:
+        engine.dispose()
+
+
 def test_upgrade_to_0014_lists_the_placed_bets_as_open_holds(empty_url: str) -> None:
     placed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     engine = create_engine(normalize_url(empty_url))

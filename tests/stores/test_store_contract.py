@@ -698,6 +698,32 @@ def test_duplicate_idempotency_key_is_refused_by_the_unique_key(book: ledger.Led
         _execute_raw(book, duplicate)
 
 
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE bets SET state = 'refunded' WHERE uid = 2",  # settled: closed once
+        "UPDATE bets SET state = 'settled', payout = 0 WHERE uid = 2",
+        "UPDATE bets SET state = 'placed' WHERE uid = 2",
+        "UPDATE bets SET amount = 1 WHERE uid = 1",  # placed: its terms never change
+        "UPDATE bets SET user_uid = 'u9', state = 'refunded' WHERE uid = 1",
+        "UPDATE bets SET uid = 3, state = 'refunded' WHERE uid = 1",
+        "UPDATE bets SET state = 'placed' WHERE uid = 1",
+    ],
+)
+def test_a_bet_is_closed_once_and_never_changed_otherwise_even_by_hand(
+    book: ledger.Ledger, statement: str
+) -> None:
+    funded(book)
+    book.place_bets(P.place(P.entry(1), P.entry(2)))
+    book.settle(P.settle(7, (2, "0.00")))
+    with pytest.raises(DBAPIError, match="closed once"):
+        _execute_raw(book, statement)
+    first, second = book.bet(1), book.bet(2)
+    assert first is not None
+    assert second is not None
+    assert (first.state, second.state) == ("placed", "settled")
+
+
 def test_user_balance_cannot_go_negative_even_by_hand(book: ledger.Ledger) -> None:
     funded(book)
     with pytest.raises(DBAPIError, match="accounts_no_overdraft"):
