@@ -16,7 +16,7 @@ from sqlalchemy.exc import DBAPIError
 import ledger
 from ledger.stores.migrations import current_revision, head_revision, upgrade
 from ledger.stores.postgres import normalize_url
-from ledger.stores.schema import bets, metadata
+from ledger.stores.schema import POSTGRES_ONLY_TABLES, bets, metadata
 from ledger.stores.sqlite import SqliteStore
 
 
@@ -28,6 +28,12 @@ def test_migrated_database_matches_the_schema_metadata(store_url: str) -> None:
                 connection, opts={"compare_type": True, "compare_server_default": False}
             )
             differences: list[Any] = compare_metadata(context, metadata)
+            if engine.dialect.name == "postgresql":
+                # Migration 0017: the postings' foreign key is a check at commit there, which
+                # notes each INSERT's transactions in a table of its own.
+                replaced = [d for d in differences if _replaced_on_postgres(d)]
+                assert [d[0] for d in replaced] == ["remove_table", "add_fk"]
+                differences = [d for d in differences if d not in replaced]
             assert differences == []
             assert current_revision(connection) == head_revision()
             # The guards the metadata cannot describe are there too.
@@ -35,6 +41,13 @@ def test_migrated_database_matches_the_schema_metadata(store_url: str) -> None:
             assert {"accounts", "transactions", "postings", "bets", "alembic_version"} <= names
     finally:
         engine.dispose()
+
+
+def _replaced_on_postgres(difference: Any) -> bool:
+    kind, thing = difference[0], difference[1]
+    if kind == "remove_table":
+        return bool(thing.name in POSTGRES_ONLY_TABLES)
+    return bool(kind == "add_fk" and thing.parent.name == "postings")
 
 
 def test_upgrading_an_up_to_date_database_changes_nothing(store_url: str) -> None:

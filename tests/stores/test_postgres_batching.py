@@ -179,6 +179,56 @@ def test_postings_for_a_sealed_transaction_are_still_refused(pg_book: ledger.Led
     assert pg_book.check().ok
 
 
+def _commit(store: PostgresStore, *statements: str) -> None:
+    with store.engine.begin() as connection:
+        for statement in statements:
+            connection.execute(text(statement))
+
+
+def _unsealed_rows(store: PostgresStore) -> int:
+    with store.engine.connect() as connection:
+        return int(connection.execute(text("SELECT count(*) FROM journal_unsealed")).scalar_one())
+
+
+def test_every_transaction_an_insert_names_must_exist_at_commit(pg_book: ledger.Ledger) -> None:
+    """Migration 0017's check at commit, which replaced the postings' foreign key: one INSERT
+    naming a transaction that comes and one that never does is refused as a whole."""
+    store = _store(pg_book)
+    forged = (
+        "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
+        "(900001, 'user:u1', 'EUR', 5), (900001, 'house:cash', 'EUR', -5), "
+        "(900002, 'user:u2', 'EUR', 5), (900002, 'house:cash', 'EUR', -5)",
+        "INSERT INTO transactions (id, idempotency_key, kind, created_at) "
+        "VALUES (900001, 'hand-1', 'deposit', now())",
+    )
+    with pytest.raises(IntegrityError, match="postings without their transaction, among"):
+        _commit(store, *forged)
+    assert pg_book.check().transactions == 0
+    assert _unsealed_rows(store) == 0
+
+
+def test_the_commit_checks_leave_nothing_behind_and_skip_rolled_back_savepoints(
+    pg_book: ledger.Ledger,
+) -> None:
+    """A savepoint rolled back takes its postings and their pending check with it; a commit
+    checks (and clears) what is left: journal_unsealed holds rows of transactions in flight only."""
+    pg_book.deposit("u1", "EUR", "100.00", reference="seed")
+    pg_book.place_bets(P.place(P.entry(1), P.entry(2)))
+    store = _store(pg_book)
+    with store.engine.begin() as connection:
+        savepoint = connection.begin_nested()
+        connection.execute(
+            text(
+                "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
+                "(900003, 'user:u1', 'EUR', 5), (900003, 'house:cash', 'EUR', -5)"
+            )
+        )
+        assert connection.execute(text("SELECT count(*) FROM journal_unsealed")).scalar() == 1
+        savepoint.rollback()
+    assert _unsealed_rows(store) == 0
+    assert pg_book.check().ok
+
+
 def test_key_lookups_are_planned_with_their_keys_never_prepared(pg_book: ledger.Ledger) -> None:
     store = _store(pg_book)
     # psycopg prepares a statement on its 5th run in one session (the default threshold).

@@ -170,12 +170,19 @@ transactions = Table(
     Index("transactions_created", "created_at"),
 )
 
+# What exists on Postgres only (migration 0017), outside this metadata: the table in which each
+# INSERT into postings notes its transactions for the check at commit that replaces the postings'
+# foreign key there (kept on SQLite, and here).
+POSTGRES_ONLY_TABLES = ("journal_unsealed",)
+
 postings = Table(
     "postings",
     metadata,
     Column("id", BigId, primary_key=True, autoincrement=True),
     # Deferred: postings are written before their transaction row, which seals them (SQLite
     # checks the balance when the transaction row arrives); at commit every posting must have one.
+    # On SQLite this foreign key says so; on Postgres (migration 0017) each INSERT's transactions
+    # are checked at commit in one go (POSTGRES_ONLY_TABLES), a key's check per row costing seconds.
     Column(
         "txn_id",
         BigInteger,
