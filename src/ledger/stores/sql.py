@@ -278,7 +278,15 @@ class SqlUnitOfWork:
                 closing.discard(self._conn)
                 return None
             outcome = closing.write(
-                self._conn, self._dialect, kind, key, chunk, request_id, self.event_slots, len(rows)
+                self._conn,
+                self._dialect,
+                kind,
+                key,
+                chunk,
+                request_id,
+                self.event_slots,
+                len(rows),
+                closing.may_note(rows),
             )
             now = datetime.now(UTC)
             directory.record_seen(self._conn, self._dialect, seen, now)
