@@ -186,7 +186,9 @@ class Ledger:
                 if self._decoders is None:
                     self._decoders = ThreadPoolExecutor(2, thread_name_prefix="ledger-decode")
                 decoders = self._decoders
-            return decoders.submit(lambda: _run_paused(self.writer, payload, command))
+            answer: Future[R] = Future()
+            decoders.submit(_answer_paused, answer, self.writer, payload, command)
+            return answer
         try:
             built = command(payload)
         except LedgerError as error:
@@ -964,6 +966,24 @@ def _run_paused(writer: Writer, payload: Any, command: Callable[[Any], Command[R
     size = len(payload) // BYTES_PER_BET if isinstance(payload, bytes | bytearray | str) else 0
     with paused_gc(size):
         return writer.run(command(payload))
+
+
+def _answer_paused(
+    answer: Future[R], writer: Writer, payload: Any, command: Callable[[Any], Command[R]]
+) -> None:
+    """:func:`_run_paused` for a future, answered as soon as the writer is done: the command,
+    whose millions of objects (claims, users, staged rows of a huge close) are freed when this
+    frame ends, goes after the answer rather than before it (0.3 s at a million participants)."""
+    if not answer.set_running_or_notify_cancel():
+        return
+    size = len(payload) // BYTES_PER_BET if isinstance(payload, bytes | bytearray | str) else 0
+    built = None  # held to the end of this frame, after the answer
+    try:
+        with paused_gc(size):
+            built = command(payload)
+            answer.set_result(writer.run(built))
+    except BaseException as error:  # noqa: BLE001 - the caller's, as a pool's future has it
+        answer.set_exception(error)
 
 
 def _seen_in_pools(request: RefundRequest | SettleRequest) -> tuple[Seen, list[UserSeen]]:
