@@ -22,6 +22,7 @@ from ledger.domain import Bet, Funding
 from ledger.stores.base import Retry
 from ledger.stores.postgres import ID_BLOCK, PostgresStore
 from support import payloads as P
+from support.books import execute_raw
 
 
 @pytest.fixture
@@ -179,12 +180,6 @@ def test_postings_for_a_sealed_transaction_are_still_refused(pg_book: ledger.Led
     assert pg_book.check().ok
 
 
-def _commit(store: PostgresStore, *statements: str) -> None:
-    with store.engine.begin() as connection:
-        for statement in statements:
-            connection.execute(text(statement))
-
-
 def _unsealed_rows(store: PostgresStore) -> int:
     with store.engine.connect() as connection:
         return int(connection.execute(text("SELECT count(*) FROM journal_unsealed")).scalar_one())
@@ -202,7 +197,7 @@ def test_every_transaction_an_insert_names_must_exist_at_commit(pg_book: ledger.
         "VALUES (900001, 'hand-1', 'deposit', now())",
     )
     with pytest.raises(IntegrityError, match="postings without their transaction, among"):
-        _commit(store, *forged)
+        execute_raw(pg_book, *forged)
     assert pg_book.check().transactions == 0
     assert _unsealed_rows(store) == 0
 

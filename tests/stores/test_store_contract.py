@@ -12,13 +12,11 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 import ledger
-from ledger.stores.sql import SqlStore
 from support import payloads as P
-from support.books import FailingStore, balance, house, raises_key
+from support.books import FailingStore, balance, execute_raw, house, raises_key
 
 D = Decimal
 
@@ -625,15 +623,6 @@ def test_check_counts_the_journal(book: ledger.Ledger) -> None:
 # --- the database's own guards ---------------------------------------------------------------
 
 
-def _execute_raw(book: ledger.Ledger, *statements: str) -> None:
-    """Run SQL straight on the store's engine, in one database transaction, and commit."""
-    store = book.store
-    assert isinstance(store, SqlStore)
-    with store.engine.begin() as connection:
-        for statement in statements:
-            connection.execute(text(statement))
-
-
 @pytest.mark.parametrize(
     "statement",
     [
@@ -646,7 +635,7 @@ def _execute_raw(book: ledger.Ledger, *statements: str) -> None:
 def test_journal_rows_cannot_be_updated_or_deleted(book: ledger.Ledger, statement: str) -> None:
     funded(book)
     with pytest.raises(DBAPIError, match="append-only"):
-        _execute_raw(book, statement)
+        execute_raw(book, statement)
     assert balance(book, "u1") == (D("100.00"), D("0.00"))
 
 
@@ -659,7 +648,7 @@ def test_unbalanced_transaction_is_refused_at_commit(book: ledger.Ledger) -> Non
         "VALUES (900001, 'forged', 'deposit', CURRENT_TIMESTAMP)",
     )
     with pytest.raises(DBAPIError, match="unbalanced"):
-        _execute_raw(book, *forged)
+        execute_raw(book, *forged)
     assert book.check().transactions == 1
 
 
@@ -670,7 +659,7 @@ def test_posting_without_its_transaction_is_refused_at_commit(book: ledger.Ledge
         "VALUES (900002, 'user:u1', 'EUR', 500), (900002, 'house:cash', 'EUR', -500)"
     )
     with pytest.raises(DBAPIError):
-        _execute_raw(book, orphan)
+        execute_raw(book, orphan)
     assert book.check().postings == 2
 
 
@@ -682,7 +671,7 @@ def test_duplicate_bet_uid_is_refused_by_the_unique_key(book: ledger.Ledger) -> 
         " 'placed', '{}', CURRENT_TIMESTAMP)"
     )
     with pytest.raises(DBAPIError):
-        _execute_raw(book, duplicate)
+        execute_raw(book, duplicate)
     view = book.bet(1)
     assert view is not None
     assert view.user == "u1"
@@ -695,7 +684,7 @@ def test_duplicate_idempotency_key_is_refused_by_the_unique_key(book: ledger.Led
         "VALUES (900003, 'movement:seed-u1', 'deposit', CURRENT_TIMESTAMP)"
     )
     with pytest.raises(DBAPIError):
-        _execute_raw(book, duplicate)
+        execute_raw(book, duplicate)
 
 
 @pytest.mark.parametrize(
@@ -717,7 +706,7 @@ def test_a_bet_is_closed_once_and_never_changed_otherwise_even_by_hand(
     book.place_bets(P.place(P.entry(1), P.entry(2)))
     book.settle(P.settle(7, (2, "0.00")))
     with pytest.raises(DBAPIError, match="closed once"):
-        _execute_raw(book, statement)
+        execute_raw(book, statement)
     first, second = book.bet(1), book.bet(2)
     assert first is not None
     assert second is not None
@@ -727,7 +716,7 @@ def test_a_bet_is_closed_once_and_never_changed_otherwise_even_by_hand(
 def test_user_balance_cannot_go_negative_even_by_hand(book: ledger.Ledger) -> None:
     funded(book)
     with pytest.raises(DBAPIError, match="accounts_no_overdraft"):
-        _execute_raw(book, "UPDATE accounts SET balance = -1 WHERE name = 'user:u1'")
+        execute_raw(book, "UPDATE accounts SET balance = -1 WHERE name = 'user:u1'")
 
 
 # --- a failure in the middle of a unit of work -------------------------------------------------

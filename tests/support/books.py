@@ -30,6 +30,15 @@ def balance(book: ledger.Ledger, user: str, currency: str = "EUR") -> tuple[Deci
     return row.available, row.held
 
 
+def execute_raw(book: ledger.Ledger, *statements: str) -> None:
+    """Run SQL straight on the store's engine, in one database transaction, and commit."""
+    store = book.store
+    assert isinstance(store, SqlStore)
+    with store.engine.begin() as connection:
+        for statement in statements:
+            connection.execute(text(statement))
+
+
 def house(book: ledger.Ledger, account: str, currency: str = "EUR") -> int:
     """The balance of any account in minor units, read straight from the database (0 if none)."""
     store = book.store

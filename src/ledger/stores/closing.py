@@ -128,16 +128,16 @@ def staged_within(rows: Sequence[Staged], limit: int) -> bool:
     return True
 
 
+_not_none = functools.partial(operator.is_not, None)
+
+
 def may_note(rows: Sequence[Staged]) -> bool:
     """True when some item may have something to note (``note``, or a claimed amount): else
     :func:`write` skips looking for them (a settle of a million items claims nothing)."""
     for column in (6, 7):  # claimed_amount, claimed_rake
         if any(map(_not_none, map(itemgetter(column), rows))):
             return True
-    return any(map(itemgetter(9), rows))
-
-
-_not_none = functools.partial(operator.is_not, None)
+    return any(map(itemgetter(9), rows))  # note
 
 
 def bet_currencies(connection: Connection, dialect: Dialect, uids: Sequence[int]) -> set[str]:
@@ -448,23 +448,19 @@ def write(
             )
         ]
     )
-    noted = (
-        []
-        if not notes
-        else [
-            int(pos)
-            for (pos,) in _run(
-                connection,
-                # The first condition reads the staged item alone, so the database filters the
-                # items before the join (a settle claims nothing: usually none are left).
-                """SELECT s.pos FROM close_stage s JOIN close_rows c ON c.pos = s.pos
+    noted: list[int] = []
+    if notes:
+        # The first condition reads the staged item alone, so the database filters the items
+        # before the join (a settle claims nothing: usually none are left).
+        found = _run(
+            connection,
+            """SELECT s.pos FROM close_stage s JOIN close_rows c ON c.pos = s.pos
                WHERE (s.note = 1 OR s.claimed_amount IS NOT NULL OR s.claimed_rake IS NOT NULL)
                  AND (s.note = 1 OR COALESCE(s.claimed_amount <> c.amount, FALSE)
                       OR COALESCE(s.claimed_rake <> c.rake, FALSE))
                ORDER BY s.pos""",
-            )
-        ]
-    )
+        )
+        noted = [int(pos) for (pos,) in found]
     # The staged items stay for the directory's upsert of their users; the caller discards.
     return ClosingOutcome(unchanged, noted)
 

@@ -265,9 +265,9 @@ class PostgresDialect:
         return self._ids["delivery_ids"].take(connection, count)
 
     def check_deferred(self, connection: Connection) -> None:
-        # The balancing trigger and the postings' foreign key are deferred to commit: for a
-        # million-participant settle, seconds of checks, to be run before the counter's lock
-        # (queued: sent just before the counter's update, which follows at once).
+        # The postings' check of their transactions (migration 0017) is deferred to commit: run
+        # it before the counter's lock (queued: sent just before the counter's update, which
+        # follows at once), so that nothing waits on that lock while it runs.
         _defer(connection, "SET CONSTRAINTS ALL IMMEDIATE", None)
 
     def allocate_event_group(self, connection: Connection) -> int:
