@@ -7,6 +7,8 @@
 - Metrics count through cached children exactly as ``labels()`` did.
 - The request read from the ASGI scope and ``receive`` keeps Litestar's rules: the first of
   repeated headers, 413 over the body limit, 400 when the client hangs up mid-body.
+- A POST to a callback's exact path is served before Litestar's router, and answered exactly as
+  through it: every refusal renders the same status and body.
 """
 
 from __future__ import annotations
@@ -22,15 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from litestar import Litestar
 from litestar.exceptions import HTTPException
 
+import ledger.http.callbacks
 from ledger.errors import InvalidRequest
 from ledger.http.callbacks import _body, _headers, _text
 from ledger.http.logs import JsonLinesHandler, log_json
 from ledger.http.runtime import LoopFutures, Metrics
-from support.httpkit import PLACE, dumps, headers, serve
+from support.httpkit import PLACE, SETTLE, Wallet, dumps, headers, serve
 from support.logs import served_logging
-from support.payloads import entry, place
+from support.payloads import entry, place, settle
 
 # --- the writer's answers on the loop -------------------------------------------------------------
 
@@ -318,3 +322,87 @@ def test_headers_are_read_by_lower_case_name_and_the_first_of_repeated_ones_coun
     assert headers == {b"x-forwarded-for": b"10.0.0.1", b"authorization": b"Bearer x"}
     assert _text(headers, b"authorization") == "Bearer x"
     assert _text(headers, b"x-request-id") is None
+
+
+# --- the callbacks before Litestar's router ------------------------------------------------------
+
+
+def test_a_post_to_a_callbacks_exact_path_is_served_before_litestars_router(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def routed(*_: Any) -> None:
+        raise AssertionError("through Litestar")
+
+    with serve(tmp_path) as client:
+        Wallet(client).deposit("u1", "100.00")
+        monkeypatch.setattr(Litestar, "__call__", routed)
+        body = dumps(place(entry(1)))
+        assert client.post("/bets", content=body, headers=headers(PLACE, "user")).status_code == 200
+        # The same callback with a trailing slash still goes through Litestar (here replaced):
+        # only the exact path is served before it.
+        slashed = client.post("/bets/", content=body, headers=headers(PLACE, "user"))
+        assert slashed.status_code == 500
+
+
+REFUSALS: dict[str, tuple[str, bytes, dict[str, str]]] = {
+    "no token": ("/bets", dumps(place(entry(2))), {"Content-Type": "application/json"}),
+    "bad token": (
+        "/bets",
+        dumps(place(entry(2))),
+        headers(PLACE, Authorization="Bearer not-a-jwt"),
+    ),
+    "role": ("/winners", dumps(settle(7, (1, "5.00"))), headers(SETTLE, "user")),
+    "wrong event": ("/bets", dumps(place(entry(2))), headers(SETTLE)),
+    "media type": (
+        "/bets",
+        dumps(place(entry(2))),
+        headers(PLACE, **{"Content-Type": "text/plain"}),
+    ),
+    "malformed": ("/bets", b'{"bets": [', headers(PLACE)),
+    "invalid": ("/bets", b'{"bets": "none"}', headers(PLACE)),
+    "too large": ("/bets", b" " * 5000, headers(PLACE)),
+    "short of funds": ("/bets", dumps(place(entry(2, user="poor"))), headers(PLACE)),
+    "unknown bet": ("/winners", dumps(settle(7, (99, "5.00"))), headers(SETTLE)),
+}
+
+
+@pytest.mark.parametrize("case", REFUSALS)
+def test_a_refusal_served_before_litestars_router_is_answered_as_through_it(
+    tmp_path: Path, case: str
+) -> None:
+    path, body, sent = REFUSALS[case]
+    with serve(tmp_path, max_body_bytes=4096) as client:
+        Wallet(client).deposit("u1", "100.00")
+        direct = client.post(path, content=body, headers=sent)
+        routed = client.post(path + "/", content=body, headers=sent)
+    assert direct.status_code >= 400
+    assert (direct.status_code, direct.content) == (routed.status_code, routed.content)
+    assert direct.headers["content-type"] == routed.headers["content-type"]
+
+
+def test_a_bug_served_before_litestars_router_is_a_500_without_its_details(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(_: object) -> None:
+        raise RuntimeError("secret detail")
+
+    monkeypatch.setattr(ledger.http.callbacks, "_answer", broken)
+    with serve(tmp_path) as client:
+        Wallet(client).deposit("u1", "100.00")
+        direct = client.post("/bets", content=dumps(place(entry(1))), headers=headers(PLACE))
+        routed = client.post("/bets/", content=dumps(place(entry(2))), headers=headers(PLACE))
+    assert direct.status_code == routed.status_code == 500
+    assert direct.json() == routed.json() == {"error": "internal", "message": "internal error"}
+
+
+def test_a_placed_bet_re_sent_through_litestars_router_gets_the_same_answer(
+    tmp_path: Path,
+) -> None:
+    body = dumps(place(entry(1)))
+    with serve(tmp_path) as client:
+        Wallet(client).deposit("u1", "100.00")
+        direct = client.post("/bets", content=body, headers=headers(PLACE, "user"))
+        routed = client.post("/bets/", content=body, headers=headers(PLACE, "user"))
+    assert direct.status_code == routed.status_code == 200
+    assert direct.content == routed.content
+    assert direct.headers["content-type"] == routed.headers["content-type"] == "application/json"

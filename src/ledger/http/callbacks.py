@@ -28,7 +28,7 @@ from litestar.exceptions import ClientException, HTTPException
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
-from litestar.types import Receive, Scope, Send
+from litestar.types import ASGIApp, Receive, Scope, Send
 from msgspec import Struct
 
 from ..contract import (
@@ -47,12 +47,12 @@ from ..domain import ClosedBets, PlacedBets
 from ..errors import InvalidRequest, LedgerError, StoreBusy, UnsupportedMediaType
 from ..service import Ledger
 from .auth import authenticate, client_address, require_address, require_role
-from .errors import http_error_key
+from .errors import http_error_key, send_error
 from .logs import log_json
 from .openapi import callback_docs
 from .runtime import Runtime
 
-__all__ = ["callback_handlers", "require_json"]
+__all__ = ["callback_handlers", "callback_routes", "require_json"]
 
 log = logging.getLogger("ledger.http")
 # Not ledger.http: that logger is a clean JSON-lines stream of deliveries.
@@ -176,9 +176,33 @@ def callback_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
     ]
 
 
+def callback_routes(runtime: Runtime) -> dict[str, ASGIApp]:
+    """Every configured callback as a bare ASGI app, by its exact path (see ``ledger.http.app``).
+
+    The same delivery as the route handler's, answered the same way, errors included: only
+    Litestar's routing, request object and response machinery are left out.
+    """
+
+    def route(callback: CallbackRoute) -> ASGIApp:
+        async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+            try:
+                answer = await _deliver(runtime, callback, scope, receive)
+            except Exception as error:  # noqa: BLE001 - rendered by the app's one error table
+                await send_error(scope, receive, send, error)
+                return
+            await answer(scope, receive, send)
+
+        return serve
+
+    return {
+        callback.path: route(callback)
+        for callback in _callbacks(runtime.settings.refund_tournament_path)
+    }
+
+
 def _handler(runtime: Runtime, callback: CallbackRoute) -> HTTPRouteHandler:
     async def handle(request: Request[Any, Any, Any]) -> ASGIResponse:
-        return await _deliver(runtime, callback, request)
+        return await _deliver(runtime, callback, request.scope, request.receive)
 
     handle.__name__ = "callback_" + callback.path.strip("/").replace("/", "_")
     return post(
@@ -192,12 +216,11 @@ def _handler(runtime: Runtime, callback: CallbackRoute) -> HTTPRouteHandler:
 
 
 async def _deliver(
-    runtime: Runtime, callback: CallbackRoute, request: Request[Any, Any, Any]
+    runtime: Runtime, callback: CallbackRoute, scope: Scope, receive: Receive
 ) -> ASGIResponse:
     settings = runtime.settings
     metrics = runtime.metrics
     started = time.perf_counter()
-    scope = request.scope
     headers = _headers(scope["headers"])
     header = _text(headers, b"x-callback-event")
     event = header if header in callback.events else callback.events[0]
@@ -223,7 +246,7 @@ async def _deliver(
                 f"(expected {' or '.join(callback.events)})",
                 key="request.wrong_event",
             )
-        body = await _body(request.receive, headers.get(b"content-length"), settings.max_body_bytes)
+        body = await _body(receive, headers.get(b"content-length"), settings.max_body_bytes)
         ledger = runtime.opened()
         if ledger is None:
             # The database was down when last tried. Bad input is still a 400 (a 503 would make

@@ -17,11 +17,11 @@ from typing import Any
 
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
-from litestar.types import ExceptionHandlersMap
+from litestar.types import ExceptionHandlersMap, Receive, Scope, Send
 
 from ..errors import LedgerError
 
-__all__ = ["EXCEPTION_HANDLERS", "error_body", "http_error_key"]
+__all__ = ["EXCEPTION_HANDLERS", "error_body", "http_error_key", "send_error"]
 
 log = logging.getLogger("ledger.server")
 
@@ -90,3 +90,17 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     HTTPException: _http_error,
     Exception: _unexpected,
 }
+
+
+async def send_error(scope: Scope, receive: Receive, send: Send, error: Exception) -> None:
+    """Answer ``error`` as Litestar's exception middleware would, from this table: for what is
+    served before Litestar's router (the callbacks, ``ledger.http.app``)."""
+    handler = next(
+        EXCEPTION_HANDLERS[kind] for kind in type(error).__mro__ if kind in EXCEPTION_HANDLERS
+    )
+    request: Request[Any, Any, Any] = Request(scope, receive, send)
+    response = handler(request, error)
+    app = scope["litestar_app"]
+    await response.to_asgi_response(app=None, request=request, type_encoders=app.type_encoders)(
+        scope, receive, send
+    )
