@@ -367,7 +367,9 @@ def _too_deep() -> InvalidRequest:
     return InvalidRequest("malformed JSON: nested too deeply", key="request.malformed_json")
 
 
-def validate(model: type[M], payload: M | Mapping[str, Any] | bytes | str) -> M:
+def validate(
+    model: type[M], payload: M | Mapping[str, Any] | bytes | bytearray | memoryview | str
+) -> M:
     """Validate a request body given as a model, a parsed dict, or raw JSON bytes or text.
 
     Raises :class:`InvalidRequest`: ``request.malformed_json`` for a body that is not JSON,

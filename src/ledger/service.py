@@ -98,7 +98,7 @@ HOUSE_COUNTS = frozenset({"entries", "ticket_entries", "unique_players"})
 T = TypeVar("T")
 R = TypeVar("R")
 
-Payload = Mapping[str, Any] | bytes | str
+Payload = Mapping[str, Any] | bytes | bytearray | str
 
 # A waiting reader of the feed asks the database this often (seconds) for other processes'
 # events, and looks at this process's own commits (a counter in memory) every tick.

@@ -311,6 +311,53 @@ def test_a_body_over_the_limit_is_413_whether_announced_or_only_received() -> No
     assert announced.value.status_code == streamed.value.status_code == 413
 
 
+def test_a_large_announced_body_is_received_whole_into_one_buffer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ledger.http.callbacks, "ONE_BUFFER", 4)
+    receive = messages(
+        {"type": "http.request", "body": b"12345", "more_body": True},
+        {"type": "http.request", "body": b"", "more_body": True},
+        {"type": "http.request", "body": b"678", "more_body": False},
+    )
+    body = read(receive, b"8")
+    assert body == b"12345678"
+    assert isinstance(body, bytearray)
+
+
+def test_a_large_announced_body_keeps_the_rules_of_a_chunked_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ledger.http.callbacks, "ONE_BUFFER", 4)
+    hung_up = messages(
+        {"type": "http.request", "body": b"12345", "more_body": True},
+        {"type": "http.disconnect"},
+    )
+    with pytest.raises(InvalidRequest) as refused:
+        read(hung_up, b"8")
+    assert (refused.value.status, refused.value.key) == (400, "request.incomplete")
+    beyond = messages({"type": "http.request", "body": b"123456789", "more_body": False})
+    with pytest.raises(HTTPException) as too_large:
+        read(beyond, b"8")
+    assert too_large.value.status_code == 413
+    with pytest.raises(HTTPException) as announced:
+        read(messages(), b"11")
+    assert announced.value.status_code == 413
+
+
+def test_a_settle_body_over_a_megabyte_is_received_and_applied(tmp_path: Path) -> None:
+    with serve(tmp_path) as client:
+        wallet = Wallet(client)
+        wallet.deposit("u1", "100.00")
+        assert wallet.place(place(entry(1))).status_code == 200
+        # Whitespace after the JSON value is valid JSON: a body past the one-buffer threshold.
+        body = dumps(settle(7, (1, "5.00"))) + b" " * (ledger.http.callbacks.ONE_BUFFER + 1)
+        answer = client.post("/winners", content=body, headers=headers(SETTLE))
+        assert answer.status_code == 200, answer.text
+        assert answer.json() == {"closed": 1, "unchanged": 0}
+        assert wallet.balance("u1") == ("94.00", "0.00")
+
+
 def test_headers_are_read_by_lower_case_name_and_the_first_of_repeated_ones_counts() -> None:
     headers = _headers(
         [
