@@ -276,7 +276,9 @@ def messages(*items: dict[str, Any]) -> Callable[[], Awaitable[dict[str, Any]]]:
     return receive
 
 
-def read(receive: Callable[[], Awaitable[dict[str, Any]]], announced: bytes | None = None) -> bytes:
+def read(
+    receive: Callable[[], Awaitable[dict[str, Any]]], announced: bytes | None = None
+) -> bytes | bytearray:
     return asyncio.run(_body(receive, announced, 10))  # type: ignore[arg-type]
 
 
