@@ -383,10 +383,7 @@ async def _body(receive: Receive, announced: bytes | None, limit: int) -> bytes 
             if not message.get("more_body", False):
                 return chunks[0] if len(chunks) == 1 else b"".join(chunks)
         elif message["type"] == "http.disconnect":
-            # The client hung up mid-body: bad input, not our fault.
-            raise InvalidRequest(
-                "the client disconnected before sending the whole body", key="request.incomplete"
-            )
+            raise _incomplete()
 
 
 async def _body_into(receive: Receive, length: int) -> bytearray:
@@ -407,12 +404,16 @@ async def _body_into(receive: Receive, length: int) -> bytearray:
                 if not message.get("more_body", False):
                     break
             elif message["type"] == "http.disconnect":
-                raise InvalidRequest(
-                    "the client disconnected before sending the whole body",
-                    key="request.incomplete",
-                )
+                raise _incomplete()
     del buffer[filled:]
     return buffer
+
+
+def _incomplete() -> InvalidRequest:
+    # The client hung up mid-body: bad input, not our fault.
+    return InvalidRequest(
+        "the client disconnected before sending the whole body", key="request.incomplete"
+    )
 
 
 def _record_refusal(runtime: Runtime, record: DeliveryRecord) -> None:
