@@ -86,6 +86,7 @@ from .writer import (
     SettleBets,
     Writer,
 )
+from .writer_process import ChildSpec, ProcessWriter
 
 if TYPE_CHECKING:
     from .reconcile import Reconciliation, Source
@@ -133,6 +134,7 @@ class Ledger:
         stale_hold_grace: timedelta = DEFAULT_STALE_HOLD_GRACE,
         stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS,
         read_store: Store | None = None,
+        writer_process: ChildSpec | None = None,
     ) -> None:
         self.store = store
         self.stale_hold_grace = stale_hold_grace
@@ -150,6 +152,9 @@ class Ledger:
             if group_commit in (None, True)
             else direct
         )
+        if writer_process is not None:
+            # Place Bets to a group commit in a child process (ledger.writer_process).
+            self.writer = ProcessWriter(self.writer, writer_process)
         self._decoders: ThreadPoolExecutor | None = None
         self._decoders_lock = Lock()
 
@@ -1056,6 +1061,7 @@ def open_ledger(
     stale_hold_grace: timedelta = DEFAULT_STALE_HOLD_GRACE,
     stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS,
     read_url: str | None = None,
+    writer_process: bool = False,
     **store_options: Any,
 ) -> Ledger:
     """Open the ledger in the database ``url`` names (the one composition root of the library).
@@ -1069,6 +1075,8 @@ def open_ledger(
     tournament's estimated end plus ``stale_hold_grace`` has passed or, without an end time,
     after ``stale_hold_days`` (see :meth:`Ledger.stale_rule`). ``read_url`` names a read
     replica (a streaming standby) that reports read from; see :meth:`Ledger._read`.
+    ``writer_process`` applies Place Bets in a child process with a GIL of its own (the
+    callback server's default; see :mod:`ledger.writer_process`).
     """
     store = open_store(url, migrate=migrate, **store_options)
     try:
@@ -1090,6 +1098,11 @@ def open_ledger(
         stale_hold_grace=stale_hold_grace,
         stale_hold_days=stale_hold_days,
         read_store=read_store,
+        writer_process=(
+            ChildSpec(url, store_options, max_queue=max_queue, max_wait=max_wait)
+            if writer_process
+            else None
+        ),
     )
 
 

@@ -89,6 +89,10 @@ class Settings:
     dev_mode: bool = False
     # The delivery journal (ledger.deliveries). Off only to measure what it costs.
     delivery_journal: bool = True
+    # Place Bets applied in a child process (ledger.writer_process). from_env() turns it on
+    # unless LEDGER_WRITER_PROCESS=off, so `ledger serve` has it; an app built in process from
+    # Settings(...) (the tests') does not start one unless asked.
+    writer_process: bool = False
     delivery_retention_days: int = DEFAULT_RETENTION_DAYS
     # The event feed (ledger.events): `ledger events prune` deletes events older than this.
     event_retention_days: int = DEFAULT_EVENT_RETENTION_DAYS
@@ -209,6 +213,10 @@ class Settings:
             if journal.lower() not in ("on", "off"):
                 raise SettingsError(f"LEDGER_DELIVERY_JOURNAL={journal!r}: expected on or off")
             options["delivery_journal"] = journal.lower() == "on"
+        process = (get("LEDGER_WRITER_PROCESS") or "on").lower()
+        if process not in ("on", "off"):
+            raise SettingsError(f"LEDGER_WRITER_PROCESS={process!r}: expected on or off")
+        options["writer_process"] = process == "on"
         if (tls := get("LEDGER_TLS_MIN_VERSION")) is not None:
             options["tls_min_version"] = tls
         if (level := get("LEDGER_LOG_LEVEL")) is not None:
@@ -234,6 +242,7 @@ class Settings:
             "stale_hold_grace": self.stale_hold_grace,
             "stale_hold_days": self.stale_hold_days,
             "read_url": self.read_database_url,
+            "writer_process": self.writer_process,
             **self.store_options(),
         }
 

@@ -1,0 +1,318 @@
+"""Place Bets applied by a group commit in a process of its own (``LEDGER_WRITER_PROCESS``).
+
+In one process the callback server's event loop and its group-commit writer share one GIL. The
+writer lets go of it for every SQLite statement and its commit, and taking it back waits for
+whatever event-loop callback holds it then (a request's parsing or answer, about 100 us): under
+load the writer spent about as long waiting for the GIL as working, and the two threads together
+used less than one core of two (``benchmarks/run.py``, issue 11). Here the writer of Place Bets
+is a child process with a GIL of its own: the server decodes and validates each delivery as
+before, sends the command over a pipe, and answers when the child reports it committed.
+
+Only Place Bets go to the child: refunds, settles, movements and journal rows stay on the
+server's own writer. On SQLite the two processes take turns through the store's writer lock, as
+``--workers`` do; on Postgres they are two writers like any others. Correctness is the
+database's, as for several workers: the child runs the same :class:`~ledger.writer.GroupCommit`
+and answers only after its commit. If the child dies, whatever it had not answered fails with
+503 ``store.unavailable`` (the outcome is unknown: the platform's re-send is idempotent) and the
+next Place Bet starts a new one. The child exits when the server's end of the pipe closes (the
+server exited, even by SIGKILL), after finishing the batch in hand.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import itertools
+import logging
+import multiprocessing
+import pickle
+import queue
+import signal
+import threading
+import weakref
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any, TypeVar
+
+from .errors import LedgerError, StoreBusy, StoreUnavailable
+from .writer import Command, DirectWriter, GroupCommit, PlaceBets, Writer
+
+log = logging.getLogger("ledger.writer")
+
+R = TypeVar("R")
+
+# How long close() waits for the child to finish what it was sent and exit.
+CLOSE_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    """What the child needs to open the same database and writer as the server's."""
+
+    url: str
+    store_options: dict[str, Any] = field(default_factory=dict)
+    max_queue: int = 10_000
+    max_wait: float = 10.0
+
+
+class ProcessWriter:
+    """A :class:`~ledger.writer.Writer` that sends Place Bets to a child process and everything
+    else to ``local`` (the server's own writer)."""
+
+    def __init__(self, local: Writer, spec: ChildSpec) -> None:
+        self.local = local
+        self.spec = spec
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
+        self._child: _Child | None = None
+        self._closed = False
+
+    def submit(self, command: Command[R]) -> Future[R]:
+        if not isinstance(command, PlaceBets):
+            return self.local.submit(command)
+        future: Future[R] = Future()
+        with self._lock:
+            if self._closed:
+                future.set_exception(StoreUnavailable("the ledger is closed"))
+                return future
+            ident = next(self._ids)
+            child = self._child
+            if child is None or not child.take(ident, command, future, self.spec.max_queue):
+                # None yet, or it died (and failed what it held, see _Child): start another.
+                child = self._child = _Child(self.spec)
+                child.take(ident, command, future, self.spec.max_queue)
+        return future
+
+    def run(self, command: Command[R]) -> R:
+        return self.submit(command).result()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            child, self._child = self._child, None
+        if child is not None:
+            child.close()
+        self.local.close()
+
+
+class _Child:
+    """One child process, its pipe, and the server-side threads that feed it and read it."""
+
+    def __init__(self, spec: ChildSpec) -> None:
+        # spawn, never fork: the server has threads (a forked lock held by one of them would
+        # stay held in the child forever).
+        context = multiprocessing.get_context("spawn")
+        self._conn, child_end = context.Pipe()
+        self.process = context.Process(
+            target=child_main, args=(spec, child_end), name="ledger-writer-process", daemon=True
+        )
+        self.process.start()
+        child_end.close()
+        self.waiting: dict[int, Future[Any]] = {}
+        self.outbox: queue.SimpleQueue[tuple[int, Command[Any]] | None] = queue.SimpleQueue()
+        self.alive = True
+        self._lock = threading.Lock()  # between take() and the receiver's end
+        _LIVE.add(self)
+        self._sender = threading.Thread(target=self._send, name="ledger-writer-send", daemon=True)
+        self._receiver = threading.Thread(
+            target=self._receive, name="ledger-writer-receive", daemon=True
+        )
+        self._sender.start()
+        self._receiver.start()
+
+    def take(self, ident: int, command: Command[Any], future: Future[Any], bound: int) -> bool:
+        """Send ``command`` to the child, its outcome to ``future``; False if the child is dead."""
+        with self._lock:
+            if not self.alive:
+                return False
+            if len(self.waiting) >= bound:
+                future.set_exception(
+                    StoreBusy(f"{len(self.waiting)} writes are queued: re-send later")
+                )
+                return True
+            self.waiting[ident] = future
+        self.outbox.put((ident, command))
+        return True
+
+    def _send(self) -> None:
+        # One pickle and one write per burst of submissions, not per command.
+        while True:
+            items = _drain(self.outbox)
+            batch = [item for item in items if item is not None]
+            try:
+                if batch:
+                    self._conn.send_bytes(self._pickled(batch))
+                if None in items:
+                    self._conn.send_bytes(pickle.dumps(None))
+                    return
+            except (OSError, ValueError):
+                return  # the child is gone: the receiver sees the pipe close, fails the rest
+
+    def _pickled(self, batch: list[tuple[int, Command[Any]]]) -> bytes:
+        try:
+            return pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - fail only the command that does not pickle
+            kept = []
+            for ident, command in batch:
+                try:
+                    pickle.dumps(command, pickle.HIGHEST_PROTOCOL)
+                    kept.append((ident, command))
+                except Exception as error:  # noqa: BLE001 - a bug: answered 500, as in process
+                    self._settle(ident, False, error)
+            return pickle.dumps(kept, pickle.HIGHEST_PROTOCOL)
+
+    def _settle(self, ident: int, ok: bool, value: Any) -> None:
+        with self._lock:
+            future = self.waiting.pop(ident, None)
+        if future is None:
+            return
+        with contextlib.suppress(InvalidStateError):  # its caller cancelled its wait
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+
+    def _receive(self) -> None:
+        try:
+            while True:
+                for ident, ok, value in _load(self._conn.recv_bytes()):
+                    self._settle(ident, ok, value)
+        except (EOFError, OSError):
+            pass
+        with self._lock:
+            self.alive = False
+            lost, self.waiting = self.waiting, {}
+        _LIVE.discard(self)
+        if lost:
+            # Committed or not, nobody can tell: a 503 makes the platform re-send, idempotently.
+            log.error("the writer process stopped with %d writes unanswered", len(lost))
+        for future in lost.values():
+            with contextlib.suppress(InvalidStateError):
+                future.set_exception(
+                    StoreUnavailable("the writer process stopped before answering: re-send")
+                )
+
+    def close(self) -> None:
+        """Let the child finish what it was sent, answer it, and exit."""
+        _LIVE.discard(self)
+        self.outbox.put(None)
+        self._receiver.join(CLOSE_TIMEOUT)
+        self.process.join(1.0)
+        if self.process.is_alive():
+            log.warning("the writer process did not exit within %g s; killing it", CLOSE_TIMEOUT)
+            self.process.kill()
+            self.process.join()
+        self._conn.close()
+
+
+def _load(data: bytes) -> Any:
+    # Only this process and its own child hold the two ends of the (anonymous) pipe.
+    return pickle.loads(data)  # noqa: S301
+
+
+# Children still running: closed at exit, before multiprocessing joins them (it would wait for
+# ever, the child waiting for the pipe to close).
+_LIVE: weakref.WeakSet[_Child] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_children() -> None:
+    for child in list(_LIVE):
+        child.close()
+
+
+def _drain(source: queue.SimpleQueue[Any]) -> list[Any]:
+    """Every item waiting in ``source``, at least one (blocks for it)."""
+    items = [source.get()]
+    while True:
+        try:
+            items.append(source.get_nowait())
+        except queue.Empty:
+            return items
+
+
+# --- the child ---------------------------------------------------------------------------------
+
+
+def child_main(spec: ChildSpec, conn: Connection) -> None:
+    """The child process: apply what the server sends, report each outcome once committed."""
+    # Ctrl-C in a terminal and a supervisor's SIGTERM reach the whole process group: the server
+    # shuts down gracefully, answering what is in flight, which needs this writer until then.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    from .stores import open_store  # the child imports what it needs, once
+
+    outbox: queue.SimpleQueue[tuple[int, bool, Any] | None] = queue.SimpleQueue()
+    sender = threading.Thread(target=_report, args=(conn, outbox), daemon=True)
+    sender.start()
+    store = open_store(spec.url, migrate=False, **spec.store_options)
+    writer = GroupCommit(
+        store, DirectWriter(store), max_queue=spec.max_queue, max_wait=spec.max_wait
+    )
+    try:
+        while True:
+            try:
+                message = _load(conn.recv_bytes())
+            except (EOFError, OSError):
+                break  # the server is gone: finish what is queued, then exit
+            if message is None:
+                break
+            for ident, command in message:
+                writer.submit(command).add_done_callback(_reporter(ident, outbox))
+    finally:
+        writer.close()  # applies and answers everything already submitted
+        store.close()
+        outbox.put(None)
+        sender.join()
+
+
+def _reporter(ident: int, outbox: queue.SimpleQueue[tuple[int, bool, Any] | None]) -> Any:
+    def report(future: Future[Any]) -> None:
+        error = future.exception()
+        outbox.put((ident, True, future.result()) if error is None else (ident, False, error))
+
+    return report
+
+
+def _report(conn: Connection, outbox: queue.SimpleQueue[tuple[int, bool, Any] | None]) -> None:
+    while True:
+        items = _drain(outbox)
+        outcomes = [item for item in items if item is not None]
+        if outcomes:
+            try:
+                conn.send_bytes(_pickled(outcomes))
+            except (OSError, ValueError):
+                return  # the server is gone: nobody to tell
+        if None in items:
+            return
+
+
+def _pickled(outcomes: list[tuple[int, bool, Any]]) -> bytes:
+    try:
+        return pickle.dumps(outcomes, pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - an exception that does not pickle: say what it was
+        return pickle.dumps(
+            [
+                (ident, ok, value if _picklable(value) else _stand_in(value))
+                for ident, ok, value in outcomes
+            ],
+            pickle.HIGHEST_PROTOCOL,
+        )
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def _stand_in(value: Any) -> BaseException:
+    if isinstance(value, LedgerError):
+        # The same answer (key, status, message), if not the same class.
+        copy = LedgerError(value.message, key=value.key, bet_uid=value.bet_uid)
+        copy.status, copy.retryable = value.status, value.retryable
+        return copy
+    return RuntimeError(f"the writer process failed: {value!r}")

@@ -1,0 +1,208 @@
+"""Place Bets applied by a group commit in a child process (ledger.writer_process).
+
+The server's default (``LEDGER_WRITER_PROCESS``): the end-to-end, crash and concurrency suites
+run ``ledger serve`` with it. Here, its own rules: the same answers as in process, only Place
+Bets cross, a child that dies costs a 503 and never a lost or doubled write, and closing
+finishes what was sent.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future
+from decimal import Decimal as D
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ledger
+from ledger import errors
+from ledger.domain import PlaceRequest, deposit
+from ledger.settings import Settings, SettingsError
+from ledger.writer import GroupCommit, Move, PlaceBets
+from ledger.writer_process import ProcessWriter
+from support import payloads as P
+from support.books import balance
+
+
+@pytest.fixture
+def book(store_url: str) -> Iterator[ledger.Ledger]:
+    with ledger.open_ledger(store_url, writer_process=True) as opened:
+        yield opened
+
+
+def process_writer(book: ledger.Ledger) -> ProcessWriter:
+    assert isinstance(book.writer, ProcessWriter)
+    return book.writer
+
+
+def child_pid(book: ledger.Ledger) -> int:
+    child = process_writer(book)._child
+    assert child is not None
+    assert child.process.pid is not None
+    return child.process.pid
+
+
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+def all_pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]
+
+
+def test_place_bets_are_applied_in_a_child_process_with_the_answers_of_one_in_process(
+    book: ledger.Ledger,
+) -> None:
+    book.deposit("u1", "EUR", "20.00", "seed-u1")
+    futures = [
+        book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+        # u2 has nothing: refused with 402 and its own error class, writing nothing.
+        book.submit_place_bets(P.place(P.entry(2, user="u2"))),
+    ]
+    first = futures[0].result(timeout=60)
+    assert first.placed == [1]
+    refused = futures[1].exception(timeout=60)
+    assert isinstance(refused, ledger.InsufficientFunds)
+    assert (refused.key, refused.status) == ("user.insufficient_funds", 402)
+    # A re-send: answered from what the child committed, the same secrets, nothing moved.
+    again = book.place_bets(P.place(P.entry(1, user="u1")))
+    assert (again.placed, again.unchanged, again.secrets) == ([], [1], first.secrets)
+    assert balance(book, "u1") == (D("9.00"), D("11.00"))
+    assert parent_of(child_pid(book)) == os.getpid()
+    assert book.bet(2) is None
+    assert book.check().ok
+
+
+def test_only_place_bets_cross_to_the_child_the_rest_stays_on_the_servers_writer(
+    book: ledger.Ledger,
+) -> None:
+    writer = process_writer(book)
+    local = writer.local
+    assert isinstance(local, GroupCommit) or not book.store.single_writer
+    book.deposit("u1", "EUR", "20.00", "seed-u1")
+    assert writer._child is None  # a movement started no child
+    book.place_bets(P.place(P.entry(1, user="u1", pool=7)))
+    assert writer._child is not None
+    sent = writer._child.process.pid
+    closed = book.refund(P.refund(7, 1))
+    assert closed.closed == [1]
+    moved = writer.submit(Move(deposit("u1", "EUR", 100, "more")))
+    assert moved.result(timeout=60) is True
+    assert writer._child.process.pid == sent  # the same child throughout
+    assert balance(book, "u1") == (D("21.00"), D("0.00"))
+
+
+def test_a_child_that_dies_with_writes_in_hand_answers_them_503_and_a_resend_applies_once(
+    book: ledger.Ledger,
+) -> None:
+    book.deposit("u1", "EUR", "50.00", "seed-u1")
+    book.place_bets(P.place(P.entry(1, user="u1")))
+    pid = child_pid(book)
+    os.kill(pid, signal.SIGSTOP)  # what is sent now waits in the pipe
+    try:
+        pending = book.submit_place_bets(P.place(P.entry(2, user="u1")))
+        time.sleep(0.2)
+        assert not pending.done()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    error = pending.exception(timeout=60)
+    assert isinstance(error, ledger.StoreUnavailable)
+    assert error.status == 503
+    assert error.retryable
+    # The next Place Bet starts another child; the platform's re-send is applied exactly once.
+    resent = book.place_bets(P.place(P.entry(2, user="u1")))
+    assert resent.placed == [2] or resent.unchanged == [2]
+    assert child_pid(book) != pid
+    assert balance(book, "u1") == (D("28.00"), D("22.00"))
+    assert book.check().ok
+
+
+def test_closing_finishes_and_answers_everything_the_child_was_sent(store_url: str) -> None:
+    opened = ledger.open_ledger(store_url, writer_process=True)
+    opened.deposit("u1", "EUR", "1000.00", "seed-u1")
+    futures: list[Future[Any]] = [
+        opened.submit_place_bets(P.place(P.entry(uid, user="u1"))) for uid in range(1, 41)
+    ]
+    child = process_writer(opened)._child
+    assert child is not None
+    opened.close()
+    assert [f.result(timeout=0).placed for f in futures] == [[uid] for uid in range(1, 41)]
+    assert not child.process.is_alive()
+    with ledger.open_ledger(store_url) as reopened:
+        assert balance(reopened, "u1") == (D("560.00"), D("440.00"))
+
+
+def test_a_place_bet_after_closing_is_refused_503() -> None:
+    writer = ProcessWriter(_NeverUsed(), spec=None)  # type: ignore[arg-type]
+    writer.close()
+    refused = writer.submit(_place()).exception(timeout=0)
+    assert isinstance(refused, ledger.StoreUnavailable)
+
+
+def _all(cls: type[errors.LedgerError]) -> Iterator[type[errors.LedgerError]]:
+    yield cls
+    for sub in cls.__subclasses__():
+        yield from _all(sub)
+
+
+@pytest.mark.parametrize("cls", sorted(set(_all(errors.LedgerError)), key=lambda c: str(c)))
+def test_every_ledger_error_crosses_the_pipe_with_its_class_key_status_message_and_bet(
+    cls: type[errors.LedgerError],
+) -> None:
+    sent = cls("what happened", key="some.key", bet_uid=7)
+    received = pickle.loads(pickle.dumps(sent, pickle.HIGHEST_PROTOCOL))
+    assert type(received) is cls
+    assert (received.key, received.status, received.message, received.bet_uid) == (
+        "some.key",
+        sent.status,
+        "what happened",
+        7,
+    )
+    assert received.retryable == sent.retryable
+
+
+def test_the_server_applies_place_bets_in_a_child_unless_LEDGER_WRITER_PROCESS_is_off() -> None:
+    assert Settings.from_env({}).writer_process is True
+    assert Settings.from_env({}).ledger_options()["writer_process"] is True
+    assert Settings.from_env({"LEDGER_WRITER_PROCESS": "off"}).writer_process is False
+    assert Settings.from_env({"LEDGER_WRITER_PROCESS": "ON"}).writer_process is True
+    with pytest.raises(SettingsError, match="LEDGER_WRITER_PROCESS"):
+        Settings.from_env({"LEDGER_WRITER_PROCESS": "maybe"})
+
+
+class _NeverUsed:
+    def submit(self, command: Any) -> Future[Any]:
+        raise AssertionError("a Place Bet must not reach the local writer")
+
+    def run(self, command: Any) -> Any:
+        raise AssertionError("a Place Bet must not reach the local writer")
+
+    def close(self) -> None:
+        return None
+
+
+def _place() -> PlaceBets:
+    return PlaceBets(PlaceRequest([], "a-reference"))
+
+
+def test_the_server_started_by_ledger_serve_runs_its_place_bets_in_a_child(
+    tmp_path: Path,
+) -> None:
+    from support.httpkit import PLACE, SECRET, dumps, headers, run_server
+
+    env = {"LEDGER_DATABASE_URL": f"sqlite:///{tmp_path / 'l.db'}", "LEDGER_JWT_SECRET": SECRET}
+    import httpx
+
+    with run_server(tmp_path, env) as server, httpx.Client(base_url=server.url) as http:
+        response = http.post("/bets", content=dumps(P.place(P.entry(1))), headers=headers(PLACE))
+        assert response.status_code == 402, response.text  # u1 has nothing: decided by the child
+        children = [pid for pid in all_pids() if parent_of(pid) == server.process.pid]
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in children]
+        assert any(b"multiprocessing" in command for command in commands), commands
