@@ -29,6 +29,7 @@ import pickle
 import queue
 import signal
 import threading
+import time
 import weakref
 from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
@@ -36,11 +37,15 @@ from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from .errors import LedgerError, StoreBusy, StoreUnavailable
+from .stores import open_store
 from .writer import Command, DirectWriter, GroupCommit, PlaceBets, Writer
 
 log = logging.getLogger("ledger.writer")
 
 R = TypeVar("R")
+
+# A child that could not open the database tries again after this many seconds.
+REOPEN_AFTER = 1.0
 
 # How long close() waits for the child to finish what it was sent and exit.
 CLOSE_TIMEOUT = 30.0
@@ -241,15 +246,11 @@ def child_main(spec: ChildSpec, conn: Connection) -> None:
     # shuts down gracefully, answering what is in flight, which needs this writer until then.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from .stores import open_store  # the child imports what it needs, once
 
     outbox: queue.SimpleQueue[tuple[int, bool, Any] | None] = queue.SimpleQueue()
     sender = threading.Thread(target=_report, args=(conn, outbox), daemon=True)
     sender.start()
-    store = open_store(spec.url, migrate=False, **spec.store_options)
-    writer = GroupCommit(
-        store, DirectWriter(store), max_queue=spec.max_queue, max_wait=spec.max_wait
-    )
+    opened = _Opened(spec)
     try:
         while True:
             try:
@@ -258,13 +259,56 @@ def child_main(spec: ChildSpec, conn: Connection) -> None:
                 break  # the server is gone: finish what is queued, then exit
             if message is None:
                 break
+            writer = opened.writer()
             for ident, command in message:
-                writer.submit(command).add_done_callback(_reporter(ident, outbox))
+                if isinstance(writer, LedgerError):
+                    outbox.put((ident, False, writer))
+                else:
+                    writer.submit(command).add_done_callback(_reporter(ident, outbox))
     finally:
-        writer.close()  # applies and answers everything already submitted
-        store.close()
+        opened.close()  # applies and answers everything already submitted
         outbox.put(None)
         sender.join()
+
+
+class _Opened:
+    """The child's store and writer, opened on demand: a database that is down when the child
+    starts (or restarts) answers 503 and is tried again after :data:`REOPEN_AFTER` seconds,
+    instead of the child exiting and the server starting (and importing) another per request."""
+
+    def __init__(self, spec: ChildSpec) -> None:
+        self.spec = spec
+        self._writer: GroupCommit | None = None
+        self._failure: LedgerError | None = None
+        self._failed_at = 0.0
+
+    def writer(self) -> GroupCommit | LedgerError:
+        if self._writer is not None:
+            return self._writer
+        if self._failure is not None and time.monotonic() - self._failed_at < REOPEN_AFTER:
+            return self._failure
+        try:
+            store = open_store(self.spec.url, migrate=False, **self.spec.store_options)
+        except Exception as error:  # noqa: BLE001 - answered 503, tried again later
+            failure = (
+                error
+                if isinstance(error, LedgerError)
+                else StoreUnavailable(f"the writer process cannot open the database: {error!r}")
+            )
+            self._failure, self._failed_at = failure, time.monotonic()
+            return failure
+        self._writer = GroupCommit(
+            store,
+            DirectWriter(store),
+            max_queue=self.spec.max_queue,
+            max_wait=self.spec.max_wait,
+        )
+        return self._writer
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer.store.close()
 
 
 def _reporter(ident: int, outbox: queue.SimpleQueue[tuple[int, bool, Any] | None]) -> Any:

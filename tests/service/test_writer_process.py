@@ -25,7 +25,7 @@ from ledger import errors
 from ledger.domain import PlaceRequest, deposit
 from ledger.settings import Settings, SettingsError
 from ledger.writer import GroupCommit, Move, PlaceBets
-from ledger.writer_process import ProcessWriter
+from ledger.writer_process import ChildSpec, ProcessWriter
 from support import payloads as P
 from support.books import balance
 
@@ -144,6 +144,22 @@ def test_a_place_bet_after_closing_is_refused_503() -> None:
     writer.close()
     refused = writer.submit(_place()).exception(timeout=0)
     assert isinstance(refused, ledger.StoreUnavailable)
+
+
+def test_a_child_that_cannot_open_the_database_answers_503_and_stays_up() -> None:
+    writer = ProcessWriter(_NeverUsed(), ChildSpec("sqlite:////proc/no-such-place/ledger.db"))
+    try:
+        first = writer.submit(_place()).exception(timeout=60)
+        assert isinstance(first, ledger.StoreUnavailable)
+        assert writer._child is not None
+        pid = writer._child.process.pid
+        second = writer.submit(_place()).exception(timeout=60)
+        assert isinstance(second, ledger.StoreUnavailable)
+        # The same child answers: not a new process (and its imports) per refused request.
+        assert writer._child.process.pid == pid
+        assert writer._child.process.is_alive()
+    finally:
+        writer.close()
 
 
 def _all(cls: type[errors.LedgerError]) -> Iterator[type[errors.LedgerError]]:
