@@ -16,6 +16,10 @@ and answers only after its commit. If the child dies, whatever it had not answer
 503 ``store.unavailable`` (the outcome is unknown: the platform's re-send is idempotent) and the
 next Place Bet starts a new one. The child exits when the server's end of the pipe closes (the
 server exited, even by SIGKILL), after finishing the batch in hand.
+
+The first child starts with the writer, and opening waits until it has imported and opened the
+database (:data:`START_TIMEOUT`): a server is ready when it says so, its first Place Bet does not
+pay for an interpreter's start-up, and a restart after a crash takes traffic at once.
 """
 
 from __future__ import annotations
@@ -50,6 +54,12 @@ REOPEN_AFTER = 1.0
 # How long close() waits for the child to finish what it was sent and exit.
 CLOSE_TIMEOUT = 30.0
 
+# How long opening waits for the first child to be ready; past it, Place Bets queue for it.
+START_TIMEOUT = 60.0
+
+# The child's first message: it has imported everything and tried the database once.
+READY = "ready"
+
 
 @dataclass(frozen=True)
 class ChildSpec:
@@ -70,8 +80,12 @@ class ProcessWriter:
         self.spec = spec
         self._lock = threading.Lock()
         self._ids = itertools.count()
-        self._child: _Child | None = None
         self._closed = False
+        self._child: _Child | None = _Child(spec)
+        if not self._child.ready.wait(START_TIMEOUT):
+            log.warning(
+                "the writer process is not ready after %g s; Place Bets wait for it", START_TIMEOUT
+            )
 
     def submit(self, command: Command[R]) -> Future[R]:
         if not isinstance(command, PlaceBets):
@@ -117,6 +131,7 @@ class _Child:
         self.waiting: dict[int, Future[Any]] = {}
         self.outbox: queue.SimpleQueue[tuple[int, Command[Any]] | None] = queue.SimpleQueue()
         self.alive = True
+        self.ready = threading.Event()  # set by its READY message, or when it is gone
         self._lock = threading.Lock()  # between take() and the receiver's end
         _LIVE.add(self)
         self._sender = threading.Thread(target=self._send, name="ledger-writer-send", daemon=True)
@@ -181,10 +196,15 @@ class _Child:
     def _receive(self) -> None:
         try:
             while True:
-                for ident, ok, value in _load(self._conn.recv_bytes()):
+                message = _load(self._conn.recv_bytes())
+                if message == READY:
+                    self.ready.set()
+                    continue
+                for ident, ok, value in message:
                     self._settle(ident, ok, value)
         except (EOFError, OSError):
             pass
+        self.ready.set()  # nobody waits for a child that is gone
         with self._lock:
             self.alive = False
             lost, self.waiting = self.waiting, {}
@@ -247,10 +267,16 @@ def child_main(spec: ChildSpec, conn: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
+    opened = _Opened(spec)
+    opened.writer()  # now, while the server waits for READY: not on its first Place Bet
+    try:
+        conn.send_bytes(pickle.dumps(READY))
+    except (OSError, ValueError):
+        opened.close()
+        return  # the server is gone already
     outbox: queue.SimpleQueue[tuple[int, bool, Any] | None] = queue.SimpleQueue()
     sender = threading.Thread(target=_report, args=(conn, outbox), daemon=True)
     sender.start()
-    opened = _Opened(spec)
     try:
         while True:
             try:

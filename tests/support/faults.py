@@ -69,6 +69,9 @@ class LedgerProcess:
 
     With ``workers`` > 1 it is a supervisor and its worker processes (``--workers``), in a
     process group of their own: a kill kills them all, like a machine or container going down.
+    With one, a kill is the server's alone (an OOM kill, a crash): its writer process outlives
+    it for as long as it takes to finish its batch, and :meth:`kill` waits for that, so that
+    what the database holds after a kill is all it will ever hold of that run.
     """
 
     def __init__(
@@ -102,7 +105,7 @@ class LedgerProcess:
                 env=self.env,
                 stdout=sink,
                 stderr=sink,
-                start_new_session=self.workers > 1,
+                start_new_session=True,
             )
         self.starts += 1
         deadline = time.monotonic() + timeout
@@ -132,12 +135,12 @@ class LedgerProcess:
         with contextlib.suppress(ProcessLookupError):  # killed already (signal_all)
             self.signal_all(signal.SIGKILL)
         self.process.wait(timeout=30)
-        if self.workers > 1:
-            # The port is free for a restart only once every worker is gone.
-            deadline = time.monotonic() + 30
-            while _live_members(self.process.pid):
-                assert time.monotonic() < deadline, "workers survived SIGKILL"
-                time.sleep(0.05)
+        # The port is free for a restart only once every worker is gone; a writer process left
+        # by a lone server exits once it sees the server's end of its pipe close.
+        deadline = time.monotonic() + 30
+        while _live_members(self.process.pid):
+            assert time.monotonic() < deadline, "processes of the server survived SIGKILL"
+            time.sleep(0.05)
 
     def stop(self) -> None:
         if self.process is None or self.process.poll() is not None:
