@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .contract import EVENTS, check_id
 from .domain import ClosedBets, PlacedBets
@@ -101,6 +101,21 @@ class Delivery:
             event=event[:64],
             path=path[:300],
             address=None if address is None else address[:64],
+        )
+
+    def __reduce__(self) -> tuple[type[Delivery], tuple[Any, ...]]:
+        # Its fields in order: the slots dataclass's own pickling goes through Python-level
+        # __getstate__/__setstate__, several times the cost (the writer process pickles one
+        # per Place Bet).
+        return Delivery, (
+            self.received_at,
+            self.started,
+            self.request_id,
+            self.event,
+            self.path,
+            self.client,
+            self.subject,
+            self.address,
         )
 
     def caller(self, client: str, subject: str | None) -> Delivery:

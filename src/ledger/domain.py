@@ -401,6 +401,10 @@ class PlacedBets:
     placed: list[int] = field(default_factory=list)
     unchanged: list[int] = field(default_factory=list)
 
+    def __reduce__(self) -> tuple[type[PlacedBets], tuple[Any, ...]]:
+        # The writer process sends one back per Place Bet: see Delivery.__reduce__.
+        return PlacedBets, (self.secrets, self.placed, self.unchanged)
+
 
 class PlaceRequest(NamedTuple):
     """One Place Bet request (or one chunk of a huge one), amounts in minor units."""

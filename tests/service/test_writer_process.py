@@ -264,3 +264,34 @@ def test_the_server_started_by_ledger_serve_runs_its_place_bets_in_a_child(
         assert response.status_code == 402, response.text  # u1 has nothing: decided by the child
         commands = commands_of_children(server.process.pid)
         assert any(b"multiprocessing" in command for command in commands), commands
+
+
+def test_a_place_bet_and_its_answer_cross_the_pipe_unchanged() -> None:
+    from datetime import UTC, datetime
+
+    from ledger.deliveries import Delivery
+    from ledger.directory import Seen, TournamentSeen, UserSeen
+    from ledger.domain import Entry, PlacedBets
+
+    delivery = Delivery.arrived("req-1", "create:fantasy_team", "/bets", "127.0.0.1").caller(
+        "client", "platform"
+    )
+    seen = Seen(
+        (TournamentSeen(7, "Cup", "EUR", "football", "classic", "open", datetime.now(UTC)),),
+        (UserSeen("u1", "Ann", "client"), UserSeen("u2")),
+    )
+    entries = [Entry(1, "u1", 7, "EUR", 1000, 100), Entry(2, "u2", 7, "EUR", 5, 0, "t", "uuid")]
+    commands = [
+        PlaceBets(PlaceRequest(entries, "ref", 3), delivery, seen),
+        PlaceBets(PlaceRequest([], "ref")),
+    ]
+    answer = PlacedBets({"1": "s"}, [1], [2])
+    for value in [*commands, delivery, answer]:
+        copy = pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+        assert copy == value
+        assert type(copy) is type(value)
+    copy = pickle.loads(pickle.dumps(commands[0], pickle.HIGHEST_PROTOCOL))
+    assert all(type(entry) is Entry for entry in copy.request.entries)
+    assert type(copy.seen) is Seen
+    assert all(type(user) is UserSeen for user in copy.seen.users)
+    assert all(type(cup) is TournamentSeen for cup in copy.seen.tournaments)
