@@ -295,3 +295,27 @@ def test_a_place_bet_and_its_answer_cross_the_pipe_unchanged() -> None:
     assert type(copy.seen) is Seen
     assert all(type(user) is UserSeen for user in copy.seen.users)
     assert all(type(cup) is TournamentSeen for cup in copy.seen.tournaments)
+
+
+def test_the_sqlite_writer_process_keeps_statement_journals_in_memory_and_the_server_does_not(
+    tmp_path: Path,
+) -> None:
+    from sqlalchemy import text
+
+    from ledger.service import _child_options
+    from ledger.stores import open_store
+
+    url = f"sqlite:///{tmp_path / 'l.db'}"
+    assert _child_options(url, {"busy_timeout": 3.0}) == {
+        "busy_timeout": 3.0,
+        "temp_in_memory": True,
+    }
+    # A settle's staging tables stay on disk: a million participants in memory cost 700 MiB.
+    assert _child_options("postgresql+psycopg://h/db", {}) == {}
+    for in_memory, expected in [(False, 0), (True, 2)]:
+        store = open_store(url, temp_in_memory=in_memory)
+        try:
+            with store.engine.connect() as connection:
+                assert connection.execute(text("PRAGMA temp_store")).scalar() == expected
+        finally:
+            store.close()
