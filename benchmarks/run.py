@@ -99,6 +99,8 @@ def tree_cpu_seconds(pid: int, *, reaped: bool = False) -> tuple[float, float]:
     main = 0
     for process in tree:
         with contextlib.suppress(OSError, IndexError, ValueError):
+            if b"multiprocessing" in Path(f"/proc/{process}/cmdline").read_bytes():
+                continue  # the writer process (and its resource tracker): no event loop there
             main += _ticks(Path(f"/proc/{process}/task/{process}/stat"))[1]
     tick = os.sysconf("SC_CLK_TCK")
     return sum(times.get(process, 0) for process in tree) / tick, main / tick
