@@ -41,6 +41,7 @@ from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from .errors import LedgerError, StoreBusy, StoreUnavailable
+from .logformat import plain_handler
 from .stores import open_store
 from .writer import Command, DirectWriter, GroupCommit, PlaceBets, Writer
 
@@ -124,7 +125,10 @@ class _Child:
         context = multiprocessing.get_context("spawn")
         self._conn, child_end = context.Pipe()
         self.process = context.Process(
-            target=child_main, args=(spec, child_end), name="ledger-writer-process", daemon=True
+            target=child_main,
+            args=(spec, child_end, _log_level()),
+            name="ledger-writer-process",
+            daemon=True,
         )
         self.process.start()
         child_end.close()
@@ -260,8 +264,25 @@ def _drain(source: queue.SimpleQueue[Any]) -> list[Any]:
 # --- the child ---------------------------------------------------------------------------------
 
 
-def child_main(spec: ChildSpec, conn: Connection) -> None:
+def _log_level() -> int | None:
+    """The level this process logs at, if it configured logging (``ledger serve`` does)."""
+    root = logging.getLogger()
+    return root.level if root.handlers else None
+
+
+def log_like_the_server(level: int | None) -> None:
+    """A spawned child starts with no logging configured, and Python's last-resort handler would
+    print its warnings and tracebacks bare: give it the server's plain lines and level."""
+    if level is None:
+        return
+    root = logging.getLogger()
+    root.handlers[:] = [plain_handler()]
+    root.setLevel(level)
+
+
+def child_main(spec: ChildSpec, conn: Connection, log_level: int | None = None) -> None:
     """The child process: apply what the server sends, report each outcome once committed."""
+    log_like_the_server(log_level)
     # Ctrl-C in a terminal and a supervisor's SIGTERM reach the whole process group: the server
     # shuts down gracefully, answering what is in flight, which needs this writer until then.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -303,7 +304,7 @@ def test_the_sqlite_writer_process_keeps_statement_journals_in_memory_and_the_se
     from sqlalchemy import text
 
     from ledger.service import _child_options
-    from ledger.stores import open_store
+    from ledger.stores.sqlite import SqliteStore
 
     url = f"sqlite:///{tmp_path / 'l.db'}"
     assert _child_options(url, {"busy_timeout": 3.0}) == {
@@ -313,9 +314,37 @@ def test_the_sqlite_writer_process_keeps_statement_journals_in_memory_and_the_se
     # A settle's staging tables stay on disk: a million participants in memory cost 700 MiB.
     assert _child_options("postgresql+psycopg://h/db", {}) == {}
     for in_memory, expected in [(False, 0), (True, 2)]:
-        store = open_store(url, temp_in_memory=in_memory)
+        store = SqliteStore(url, temp_in_memory=in_memory)
         try:
             with store.engine.connect() as connection:
                 assert connection.execute(text("PRAGMA temp_store")).scalar() == expected
         finally:
             store.close()
+
+
+def test_the_child_logs_plain_utc_lines_at_the_servers_level_when_the_server_configured_logging(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import logging
+
+    from ledger.logformat import UtcFormatter
+    from ledger.writer_process import _log_level, log_like_the_server
+
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        root.handlers[:] = []
+        assert _log_level() is None  # an embedding program that configured nothing
+        log_like_the_server(None)
+        assert root.handlers == []
+        log_like_the_server(logging.WARNING)
+        [handler] = root.handlers
+        assert isinstance(handler.formatter, UtcFormatter)
+        assert _log_level() == logging.WARNING
+        logging.getLogger("ledger.writer").warning("the child speaks")
+        line = capsys.readouterr().err.strip()
+        stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+        assert re.fullmatch(stamp + " WARNING ledger.writer: the child speaks", line), line
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])

@@ -11,10 +11,11 @@ import asyncio
 import hashlib
 import json
 import logging
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
+
+from ..logformat import UtcFormatter, iso_utc
 
 __all__ = [
     "JSON_LOGGERS",
@@ -27,19 +28,6 @@ __all__ = [
 
 JSON_LOGGERS = ("ledger.http", "ledger.operator")
 """Loggers whose messages are whole JSON objects, printed bare (one JSON document per line)."""
-
-
-def iso_utc(seconds: float) -> str:
-    """``seconds`` since the epoch as ISO-8601 UTC with milliseconds and a ``Z``."""
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-class UtcFormatter(logging.Formatter):
-    """A formatter whose ``%(asctime)s`` is :func:`iso_utc` of the record's time."""
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        return iso_utc(record.created)
 
 
 def fingerprint(secret: str) -> str:

@@ -35,11 +35,12 @@ from uvicorn.supervisors import Multiprocess
 
 from .._process import freeze_heap
 from ..errors import LedgerError, StoreUnavailable
+from ..logformat import plain_handler
 from ..service import open_ledger
 from ..settings import Settings, SettingsError
 from .app import create_app
 from .auth import mint_token
-from .logs import JSON_LOGGERS, JsonLinesHandler, UtcFormatter
+from .logs import JSON_LOGGERS, JsonLinesHandler
 
 __all__ = ["COMMANDS", "serve", "token"]
 
@@ -62,10 +63,8 @@ def _configure_logging(level: str) -> None:
     # Delivery lines on "ledger.http" and operator lines on "ledger.operator" are already JSON
     # (with their own "ts"): print them bare, one per line, so that a log shipper can parse them;
     # everything else gets an ISO-8601 UTC timestamp and a level.
-    plain = logging.StreamHandler()
-    plain.setFormatter(UtcFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
-    root.handlers[:] = [plain]
+    root.handlers[:] = [plain_handler()]
     root.setLevel(level)
     bare = JsonLinesHandler()
     for name in JSON_LOGGERS:
