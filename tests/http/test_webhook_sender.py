@@ -50,6 +50,17 @@ async def wait_for(receiver: Receiver, ids: list[int]) -> None:
     await anyio.to_thread.run_sync(receiver.wait_for, set(ids))
 
 
+async def wait_for_cursor(book: ledger.Ledger, position: int, timeout: float = 30.0) -> None:
+    """Until the sender has recorded ``position``: it does so after the receiver's 2xx, so the
+    receiver holding the last batch does not yet mean the cursor moved past it."""
+    with anyio.fail_after(timeout):
+        while True:
+            rows = await anyio.to_thread.run_sync(WebhookTables(book.store).rows)
+            if rows and rows[0].position >= position:
+                return
+            await anyio.sleep(0.02)
+
+
 def batches_once(delivered: list[Received]) -> list[int]:
     """The delivered ids with a batch re-sent after its 2xx was lost counted once."""
     ids: list[int] = []
@@ -78,6 +89,7 @@ def test_every_event_arrives_in_order_and_signed_through_500s_timeouts_drops_and
                 await anyio.sleep(0.3)
                 receiver.start()
                 await wait_for(receiver, later)
+                await wait_for_cursor(book, 25)
 
         run(scenario)
     assert all(item.signed for item in receiver.received)
