@@ -62,7 +62,7 @@ def auth_header() -> str:
     return f"Bearer {CLIENT} {jwt.encode(claims, SECRET, algorithm='HS256')}"
 
 
-def _ticks(stat: Path, *, reaped: bool = False) -> tuple[int, int]:
+def stat_ticks(stat: Path, *, reaped: bool = False) -> tuple[int, int]:
     """(parent pid, user + system clock ticks) from a ``/proc/.../stat`` file; with ``reaped``,
     the ticks of the children it has waited for are included."""
     # The command name (field 2) may hold spaces and parentheses: split after it.
@@ -71,6 +71,17 @@ def _ticks(stat: Path, *, reaped: bool = False) -> tuple[int, int]:
     if reaped:
         ticks += int(fields[13]) + int(fields[14])
     return int(fields[1]), ticks
+
+
+def under(pid: int, parents: dict[int, int]) -> set[int]:
+    """``pid`` and every process under it, from each process's parent (``/proc/<pid>/stat``)."""
+    tree, frontier = {pid}, [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, ppid in parents.items() if ppid == parent]
+        tree.update(children)
+        frontier += children
+    return tree
 
 
 def tree_cpu_seconds(pid: int, *, reaped: bool = False) -> tuple[float, float]:
@@ -87,21 +98,16 @@ def tree_cpu_seconds(pid: int, *, reaped: bool = False) -> tuple[float, float]:
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             process = int(stat.parent.name)
-            parents[process], times[process] = _ticks(stat, reaped=reaped)
+            parents[process], times[process] = stat_ticks(stat, reaped=reaped)
         except (OSError, IndexError, ValueError):
             continue  # exited meanwhile
-    tree, frontier = {pid}, [pid]
-    while frontier:
-        parent = frontier.pop()
-        children = [child for child, ppid in parents.items() if ppid == parent]
-        tree.update(children)
-        frontier += children
+    tree = under(pid, parents)
     main = 0
     for process in tree:
         with contextlib.suppress(OSError, IndexError, ValueError):
             if b"multiprocessing" in Path(f"/proc/{process}/cmdline").read_bytes():
                 continue  # the writer process (and its resource tracker): no event loop there
-            main += _ticks(Path(f"/proc/{process}/task/{process}/stat"))[1]
+            main += stat_ticks(Path(f"/proc/{process}/task/{process}/stat"))[1]
     tick = os.sysconf("SC_CLK_TCK")
     return sum(times.get(process, 0) for process in tree) / tick, main / tick
 

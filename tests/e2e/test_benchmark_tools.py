@@ -41,7 +41,7 @@ def test_hot_path_parts_reports_each_part_old_and_new() -> None:
     assert all(len(figures) == 2 for figures in rows.values())
 
 
-@pytest.mark.parametrize("script", ["run.py", "profile_place_bet.py"])
+@pytest.mark.parametrize("script", ["run.py", "profile_place_bet.py", "threads.py"])
 def test_the_long_benchmarks_explain_their_options(script: str) -> None:
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), "--help"],
