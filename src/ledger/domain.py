@@ -60,6 +60,7 @@ __all__ = [
     "deposit",
     "echo_notes",
     "held_account",
+    "held_accounts",
     "is_house",
     "merge_placements",
     "movement",
@@ -446,6 +447,15 @@ def debited_accounts(entries: Iterable[Entry]) -> set[tuple[str, str]]:
     }
 
 
+def held_accounts(entries: Iterable[Entry]) -> set[tuple[str, str]]:
+    """The ``(account, currency)`` pairs the holds of a Place Bet may credit."""
+    return {
+        (held_account(entry.user), entry.currency)
+        for entry in entries
+        if entry.ticket or entry.total
+    }
+
+
 def place_many(
     requests: Sequence[PlaceRequest],
     known: Mapping[int, Bet | None],
@@ -454,10 +464,11 @@ def place_many(
     """Decide Place Bet requests in order, each all or nothing, as if they came one by one.
 
     ``known`` holds the recorded bets the requests name (absent or ``None``: unknown) and
-    ``balances`` the available balances of their :func:`debited_accounts` (absent: zero). A
-    request that fails gets its error in its place and leaves no trace; one that holds is seen by
-    the requests after it: its bets are known, its debits spent. The store's conditional debits
-    and unique keys still guard what is finally written.
+    ``balances`` the available balances of their :func:`debited_accounts` (absent: zero; any
+    other account in it is not looked at). A request that fails gets its error in its place and
+    leaves no trace; one that holds is seen by the requests after it: its bets are known, its
+    debits spent. The store's conditional debits and unique keys still guard what is finally
+    written.
     """
     seen = dict(known)
     available = dict(balances)

@@ -17,7 +17,7 @@ from typing import Any, cast
 import pytest
 
 import ledger
-from ledger import service
+from ledger import service, writer
 from ledger._process import BULK
 from ledger.domain import deposit
 from ledger.stores import Retry, UnitOfWork
@@ -321,3 +321,30 @@ def test_a_huge_commands_objects_are_freed_after_its_answer_with_the_collector_p
     assert answer.result() == 42
     assert done_when_freed == [(True, False)]
     assert gc.isenabled()
+
+
+def test_a_place_bet_after_a_set_based_refund_in_one_batch_sees_the_refunded_balance(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The refund is closed in SQL (set-based), past the balances the unit of work remembers
+    # from the Place Bet before it: the one after must read u1's balance again.
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 1)
+    group = group_of(book)
+    book.deposit("u1", "EUR", "15.00", "seed")
+
+    def submit() -> list[Future[Any]]:
+        return [
+            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            book.submit_refund(P.refund(7, 1)),
+            # 11.00 of the 15.00 the refund gave back; 4.00 if the first read were trusted.
+            book.submit_place_bets(P.place(P.entry(2, user="u1"))),
+        ]
+
+    futures = batched(group, submit)
+    assert futures[0].result().placed == [1]
+    assert futures[1].result() is not None
+    assert futures[2].result().placed == [2]
+    assert [b.to_dict() for b in book.balance("u1")] == [
+        {"currency": "EUR", "available": "4.00", "held": "11.00"}
+    ]
+    assert book.check().ok

@@ -330,6 +330,12 @@ class UnitOfWork(Protocol):
     def account_balances(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """The balances of the ``(name, currency)`` accounts that exist."""
 
+    @property
+    def remembers_balances(self) -> bool:
+        """True when balances this unit of work has read are not read again by its writes (one
+        writer at a time: nobody else changes them before commit): a caller may then read
+        ahead, in one statement, the balances its writes will need."""
+
     # --- the event feed (ledger.events) -----------------------------------------------------
 
     def append_events(self, rows: Sequence[EventRow]) -> None:

@@ -22,7 +22,13 @@ from sqlalchemy.sql import ColumnElement
 
 from ..errors import LedgerError
 
-__all__ = ["Dialect"]
+__all__ = ["BalanceMemo", "Dialect"]
+
+# What one transaction has read or written of account balances, by ``(name, currency)``:
+# ``None`` for an account known not to exist. The unit of work keeps one and forgets it whenever
+# it may no longer hold: a savepoint rolled back, an error in a write, a set-based close (which
+# writes balances in SQL), the commit.
+BalanceMemo = dict[tuple[str, str], int | None]
 
 
 class Dialect(Protocol):
@@ -100,27 +106,46 @@ class Dialect(Protocol):
         """
         ...
 
-    def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
+    # ``memo`` (a BalanceMemo): see there. A dialect under which no other writer can change a
+    # balance before commit (SQLite's one writer) may answer from it, and must then keep it
+    # current with what it writes; one whose reads lock or whose debits are conditional in the
+    # database (Postgres) ignores it.
+
+    def debit_balances(
+        self,
+        connection: Connection,
+        rows: Sequence[tuple[int, str, str]],
+        memo: BalanceMemo | None = None,
+    ) -> int:
         """Add each negative ``(delta, name, currency)`` unless the balance would go below zero;
         return how many accounts changed."""
         ...
 
     def upsert_balances(
-        self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
+        self,
+        connection: Connection,
+        rows: Sequence[tuple[str, str, str, int]],
+        memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
         """Add ``delta`` to each ``(name, currency, kind, delta)`` account, creating it if new;
         return the balances it leaves (the running balances of the postings start from them)."""
         ...
 
     def read_balances(
-        self, connection: Connection, keys: Sequence[tuple[str, str]]
+        self,
+        connection: Connection,
+        keys: Sequence[tuple[str, str]],
+        memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
         """The balances of the ``(name, currency)`` accounts that exist, as this transaction
         sees them (no lock: a decision read, guarded later by the store's conditional debit)."""
         ...
 
     def lock_balances(
-        self, connection: Connection, keys: Sequence[tuple[str, str]]
+        self,
+        connection: Connection,
+        keys: Sequence[tuple[str, str]],
+        memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
         """The balances of the ``(name, currency)`` accounts that exist, locked against every
         other writer until commit (so the running balances computed from them stay exact)."""

@@ -45,6 +45,7 @@ from ..errors import (
     UnbalancedTransaction,
 )
 from .base import Retry
+from .dialect import BalanceMemo
 from .migrations import current_revision, head_revision
 from .queries import BET_SELECT
 from .schema import Amount
@@ -298,7 +299,15 @@ class PostgresDialect:
             else:
                 _run(connection, sql, arrays)
 
-    def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
+    def debit_balances(
+        self,
+        connection: Connection,
+        rows: Sequence[tuple[int, str, str]],
+        memo: BalanceMemo | None = None,
+    ) -> int:
+        # The memo is never read here (nor below): other writers commit meanwhile, so a balance
+        # is only known under the row lock each of these statements takes, and the debit stays
+        # a conditional UPDATE in the database.
         changed = 0
         for start in range(0, len(rows), BULK_ROWS):
             chunk = rows[start : start + BULK_ROWS]
@@ -314,7 +323,10 @@ class PostgresDialect:
         return changed
 
     def upsert_balances(
-        self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
+        self,
+        connection: Connection,
+        rows: Sequence[tuple[str, str, str, int]],
+        memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
         after: dict[tuple[str, str], int] = {}
         for start in range(0, len(rows), BULK_ROWS):
@@ -335,12 +347,18 @@ class PostgresDialect:
         return after
 
     def read_balances(
-        self, connection: Connection, keys: Sequence[tuple[str, str]]
+        self,
+        connection: Connection,
+        keys: Sequence[tuple[str, str]],
+        memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
         return _balances(connection, keys, "")
 
     def lock_balances(
-        self, connection: Connection, keys: Sequence[tuple[str, str]]
+        self,
+        connection: Connection,
+        keys: Sequence[tuple[str, str]],
+        memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
         # Locked in key order, like every other writer's: no deadlock between two of them.
         return _balances(connection, keys, " ORDER BY a.name, a.currency FOR UPDATE OF a")

@@ -49,6 +49,7 @@ from ..errors import (
     UnbalancedTransaction,
 )
 from .base import Retry
+from .dialect import BalanceMemo
 from .queries import BET_SELECT
 from .schema import CAPACITY, INT64_MAX, Amount, from_stored, to_stored
 from .sql import SqlStore
@@ -208,8 +209,13 @@ class SqliteDialect:
         return int(last or 0) + 1
 
     def timestamp(self, moment: datetime) -> Any:
-        # The text form SQLAlchemy's SQLite DateTime type reads back (UTC, no zone suffix).
-        return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+        # The text form SQLAlchemy's SQLite DateTime type reads back (UTC, no zone suffix): the
+        # wall clock to the microsecond, as isoformat spells it up to its offset. Half the CPU
+        # of strftime (0.9 against 1.9 us), which a group commit paid once per journalled
+        # delivery. strftime writes a year before 1000 without its leading zeros: its text there.
+        if moment.year < 1000:
+            return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
+        return moment.isoformat(" ", "microseconds")[:26]
 
     set_based_up_to = None  # measured from 1,000 to 1,000,000 items (README, Performance)
 
@@ -247,32 +253,42 @@ class SqliteDialect:
             sql = _multi_row_insert(head, len(columns), size, upsert)
             _run(connection, sql, chunks, many=True)
 
-    def debit_balances(self, connection: Connection, rows: Sequence[tuple[int, str, str]]) -> int:
+    def debit_balances(
+        self,
+        connection: Connection,
+        rows: Sequence[tuple[int, str, str]],
+        memo: BalanceMemo | None = None,
+    ) -> int:
         if not rows:
             return 0
-        current = _read_balances(connection, [(name, currency) for _, name, currency in rows])
+        current = _balances(connection, [(name, currency) for _, name, currency in rows], memo)
         applied = []
         for delta, name, currency in rows:
             balance = current.get((name, currency))
             # A debit never grows a balance's magnitude: only the floor at zero can refuse it.
             if balance is not None and balance + delta >= 0:
-                applied.append((to_stored(balance + delta), name, currency))
+                applied.append((balance + delta, name, currency))
         if applied:
             _run(
                 connection,
                 "UPDATE accounts SET balance = ? WHERE name = ? AND currency = ?",
-                applied,
+                [(to_stored(balance), name, currency) for balance, name, currency in applied],
                 many=True,
             )
+            if memo is not None:
+                memo.update(((name, currency), balance) for balance, name, currency in applied)
         return len(applied)
 
     def upsert_balances(
-        self, connection: Connection, rows: Sequence[tuple[str, str, str, int]]
+        self,
+        connection: Connection,
+        rows: Sequence[tuple[str, str, str, int]],
+        memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
         if not rows:
             return {}
         after: dict[tuple[str, str], int] = {}
-        current = _read_balances(connection, [(name, currency) for name, currency, _, _ in rows])
+        current = _balances(connection, [(name, currency) for name, currency, _, _ in rows], memo)
         written = []
         for name, currency, kind, delta in rows:
             balance = current.get((name, currency), 0) + delta
@@ -288,18 +304,26 @@ class SqliteDialect:
             written,
             many=True,
         )
+        if memo is not None:
+            memo.update(after)
         return after
 
     def read_balances(
-        self, connection: Connection, keys: Sequence[tuple[str, str]]
+        self,
+        connection: Connection,
+        keys: Sequence[tuple[str, str]],
+        memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
-        return _read_balances(connection, keys)
+        return _balances(connection, keys, memo)
 
     def lock_balances(
-        self, connection: Connection, keys: Sequence[tuple[str, str]]
+        self,
+        connection: Connection,
+        keys: Sequence[tuple[str, str]],
+        memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
         # BEGIN IMMEDIATE already made this the only writer: a plain read is locked enough.
-        return _read_balances(connection, keys)
+        return _balances(connection, keys, memo)
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         result = _run(
@@ -473,27 +497,58 @@ def _stored_rows(
     ]
 
 
+def _balances(
+    connection: Connection, keys: Sequence[tuple[str, str]], memo: BalanceMemo | None
+) -> dict[tuple[str, str], int]:
+    """:func:`_read_balances`, answered from ``memo`` where it knows, and what is read is then
+    remembered there. Safe under BEGIN IMMEDIATE: no other writer changes a balance before this
+    transaction ends, and every write of this one either goes through these methods (which keep
+    the memo current) or makes the unit of work forget it (ledger.stores.sql). A group of 30
+    one-bet Place Bets read the same user balances three times (its decision, the lock before
+    the running balances, the debit) and the held ones once: 7.3 us a bet of SQL, plus the JSON
+    both ways; now once, both together (the decision reads ahead, ledger.writer), 1.6 us.
+    """
+    if memo is None:
+        return _read_balances(connection, keys)
+    missing = [key for key in keys if key not in memo]
+    if missing:
+        found = _read_balances(connection, missing)
+        for key in missing:
+            memo[key] = found.get(key)
+    known = {}
+    for key in keys:
+        balance = memo[key]
+        if balance is not None:
+            known[key] = balance
+    return known
+
+
 def _read_balances(
     connection: Connection, keys: Sequence[tuple[str, str]]
 ) -> dict[tuple[str, str], int]:
     """The balances of the ``(name, currency)`` accounts that exist, as Python integers.
 
-    Read as one row, a JSON array (a balance is a JSON integer, or the text of a wide one): the
-    driver lets go of the GIL for every row it steps to, and on a server each taking it back
-    may wait for a whole event-loop callback (about 100 us). A group commit's reads were 125
-    rows per 30 Place Bets.
+    Read as one row of two JSON arrays (a balance is a JSON integer, or the text of a wide
+    one): the driver lets go of the GIL for every row it steps to, and on a server each taking
+    it back may wait for a whole event-loop callback (about 100 us). A group commit's reads
+    were 125 rows per 30 Place Bets. One statement per currency (almost always one), its names
+    a flat JSON array: as ``[name, currency]`` pairs each key cost SQLite two ``json_extract``
+    calls, and a read of 60 balances among 4,000 accounts 107 us instead of 60 (thread CPU).
     """
     sql = (
-        "SELECT json_group_array(json_array(name, currency, balance)) FROM accounts "
-        "WHERE (name, currency) IN "
-        "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
+        "SELECT json_group_array(name), json_group_array(balance) FROM accounts "
+        "WHERE currency = ? AND name IN (SELECT value FROM json_each(?))"
     )
+    names: dict[str, list[str]] = {}
+    for name, currency in keys:
+        names.setdefault(currency, []).append(name)
     found: dict[tuple[str, str], int] = {}
-    for start in range(0, len(keys), 100_000):
-        chunk = json.dumps([list(key) for key in keys[start : start + 100_000]])
-        [(rows,)] = _run(connection, sql, (chunk,)).fetchall()
-        for name, currency, balance in json.loads(rows):
-            found[(name, currency)] = from_stored(balance)
+    for currency, named in names.items():
+        for start in range(0, len(named), 100_000):
+            chunk = json.dumps(named[start : start + 100_000])
+            [(read, balances)] = _run(connection, sql, (currency, chunk)).fetchall()
+            for name, balance in zip(json.loads(read), json.loads(balances), strict=True):
+                found[(name, currency)] = from_stored(balance)
     return found
 
 
