@@ -773,6 +773,21 @@ class GroupCommit:
             return self.direct.run(command)
         return self.submit(command).result()
 
+    def apply_now(self, commands: Sequence[Command[Any]]) -> list[Future[Any]]:
+        """Apply ``commands`` on the calling thread, in batches of at most ``max_batch``, each
+        as the writer thread applies its batches (the same runs, savepoints and one commit).
+
+        For a caller that gathers its own batches and has nothing else to do meanwhile (the
+        writer process): handing them to the writer thread and waiting on its futures cost a
+        thread switch each way and a queue per command. Not to be mixed with :meth:`submit` on
+        the same writer. Every future is resolved on return, except a command that lost a race,
+        which the direct writer runs again (its future resolves when that is done).
+        """
+        jobs: list[_Job[Any]] = [_Job(command) for command in commands]
+        for start in range(0, len(jobs), self.max_batch):
+            self._commit(jobs[start : start + self.max_batch])
+        return [job.future for job in jobs]
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

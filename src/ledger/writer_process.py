@@ -24,8 +24,10 @@ pay for an interpreter's start-up, and a restart after a crash takes traffic at 
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
+import functools
 import itertools
 import logging
 import multiprocessing
@@ -133,7 +135,12 @@ class _Child:
         self.process.start()
         child_end.close()
         self.waiting: dict[int, Future[Any]] = {}
-        self.outbox: queue.SimpleQueue[tuple[int, Command[Any]] | None] = queue.SimpleQueue()
+        self.spec = spec
+        # When the child last answered, or was handed work while holding none.
+        self._progress = time.monotonic()
+        self.outbox: queue.SimpleQueue[list[tuple[int, Command[Any]]] | None] = queue.SimpleQueue()
+        self._pending: list[tuple[int, Command[Any]]] = []  # taken, not yet handed to the sender
+        self._flush_scheduled = False
         self.alive = True
         self.ready = threading.Event()  # set by its READY message, or when it is gone
         self._lock = threading.Lock()  # between take() and the receiver's end
@@ -150,20 +157,54 @@ class _Child:
         with self._lock:
             if not self.alive:
                 return False
-            if len(self.waiting) >= bound:
-                future.set_exception(
-                    StoreBusy(f"{len(self.waiting)} writes are queued: re-send later")
-                )
+            refusal = self._refusal(bound)
+            if refusal is not None:
+                future.set_exception(refusal)
                 return True
+            if not self.waiting:
+                self._progress = time.monotonic()
             self.waiting[ident] = future
-        self.outbox.put((ident, command))
+            self._pending.append((ident, command))
+            if self._flush_scheduled:
+                return True
+            self._flush_scheduled = True
+        # On the event loop, once per turn of it: every delivery it served in that turn goes to
+        # the sender in one hand-over. Each hand-over woke the sender thread (a futex call) and
+        # had it pickle and write a message: per request, that was a tenth of the loop's GIL
+        # samples (py-spy --gil) and most of the sender's CPU.
+        loop = asyncio._get_running_loop()
+        if loop is None:
+            self._flush()
+        else:
+            loop.call_soon(self._flush)
         return True
+
+    def _flush(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending, []
+            self._flush_scheduled = False
+        if batch:
+            self.outbox.put(batch)
+
+    def _refusal(self, bound: int) -> StoreBusy | None:
+        # Bounded, as the group-commit writer is: an overload or a frozen database answers 503
+        # at once (the platform re-sends later) instead of growing memory and outlasting the
+        # platform's timeout. The child applies batch after batch and answers each, so one
+        # that has answered nothing for max_wait seconds while holding work is stuck on one.
+        if len(self.waiting) >= bound:
+            return StoreBusy(f"{len(self.waiting)} writes are queued: re-send later")
+        max_wait = self.spec.max_wait
+        if self.waiting and time.monotonic() - self._progress > max_wait:
+            return StoreBusy(
+                f"the writer has been busy on one batch for over {max_wait:g} s: re-send later"
+            )
+        return None
 
     def _send(self) -> None:
         # One pickle and one write per burst of submissions, not per command.
         while True:
             items = _drain(self.outbox)
-            batch = [item for item in items if item is not None]
+            batch = [command for item in items if item is not None for command in item]
             try:
                 if batch:
                     self._conn.send_bytes(self._pickled(batch))
@@ -204,6 +245,7 @@ class _Child:
                 if message == READY:
                     self.ready.set()
                     continue
+                self._progress = time.monotonic()
                 for ident, ok, value in message:
                     self._settle(ident, ok, value)
         except (EOFError, OSError):
@@ -225,6 +267,7 @@ class _Child:
     def close(self) -> None:
         """Let the child finish what it was sent, answer it, and exit."""
         _LIVE.discard(self)
+        self._flush()  # what an event loop's turn took and did not hand over yet
         self.outbox.put(None)
         self._receiver.join(CLOSE_TIMEOUT)
         self.process.join(1.0)
@@ -281,7 +324,15 @@ def log_like_the_server(level: int | None) -> None:
 
 
 def child_main(spec: ChildSpec, conn: Connection, log_level: int | None = None) -> None:
-    """The child process: apply what the server sends, report each outcome once committed."""
+    """The child process: apply what the server sends, report each outcome once committed.
+
+    One thread does it all: it takes every message already in the pipe, applies their commands
+    as one batch (:meth:`GroupCommit.apply_now`: one commit), and reports their outcomes in one
+    message; while it commits, the next batch gathers in the pipe. A reader thread handing the
+    commands to the group-commit writer's thread, and a third reporting their futures, cost the
+    child 37 us of CPU a Place Bet (30 and 7, ``benchmarks/threads.py``) and took the GIL from
+    the writer, the thread on a Place Bet's critical path, while it worked.
+    """
     log_like_the_server(log_level)
     # Ctrl-C in a terminal and a supervisor's SIGTERM reach the whole process group: the server
     # shuts down gracefully, answering what is in flight, which needs this writer until then.
@@ -290,32 +341,77 @@ def child_main(spec: ChildSpec, conn: Connection, log_level: int | None = None) 
 
     opened = _Opened(spec)
     opened.writer()  # now, while the server waits for READY: not on its first Place Bet
-    try:
-        conn.send_bytes(pickle.dumps(READY))
-    except (OSError, ValueError):
+    reporter = _Reporter(conn)
+    if not reporter.send(READY):
         opened.close()
         return  # the server is gone already
-    outbox: queue.SimpleQueue[tuple[int, bool, Any] | None] = queue.SimpleQueue()
-    sender = threading.Thread(target=_report, args=(conn, outbox), daemon=True)
-    sender.start()
     try:
-        while True:
+        stopping = False
+        while not stopping:
             try:
-                message = _load(conn.recv_bytes())
+                messages = _received(conn)
             except (EOFError, OSError):
-                break  # the server is gone: finish what is queued, then exit
-            if message is None:
-                break
-            writer = opened.writer()
-            for ident, command in message:
-                if isinstance(writer, LedgerError):
-                    outbox.put((ident, False, writer))
-                else:
-                    writer.submit(command).add_done_callback(_reporter(ident, outbox))
+                break  # the server is gone: everything received was applied; exit
+            stopping = None in messages
+            batch = [item for message in messages if message is not None for item in message]
+            if batch:
+                _apply(opened.writer(), batch, reporter)
     finally:
-        opened.close()  # applies and answers everything already submitted
-        outbox.put(None)
-        sender.join()
+        opened.close()  # waits for a raced command's retry on the direct writer, if any
+
+
+def _received(conn: Connection) -> list[Any]:
+    """Every message already in the pipe, at least one (blocks for it); a ``None`` (stop) last."""
+    messages = [_load(conn.recv_bytes())]
+    while messages[-1] is not None and conn.poll(0):
+        messages.append(_load(conn.recv_bytes()))
+    return messages
+
+
+def _apply(
+    writer: GroupCommit | LedgerError, batch: list[tuple[int, Command[Any]]], reporter: _Reporter
+) -> None:
+    if isinstance(writer, LedgerError):  # the database could not be opened: 503, tried later
+        reporter.send([(ident, False, writer) for ident, _ in batch])
+        return
+    futures = writer.apply_now([command for _, command in batch])
+    outcomes = []
+    for (ident, _), future in zip(batch, futures, strict=True):
+        if future.done():
+            outcomes.append(_outcome(ident, future))
+        else:
+            # It lost a race (Postgres): the direct writer runs it again, and it is reported then.
+            future.add_done_callback(functools.partial(_report_later, reporter, ident))
+    if outcomes:
+        reporter.send(outcomes)
+
+
+def _report_later(reporter: _Reporter, ident: int, future: Future[Any]) -> None:
+    reporter.send([_outcome(ident, future)])
+
+
+def _outcome(ident: int, future: Future[Any]) -> tuple[int, bool, Any]:
+    error = future.exception()
+    return (ident, True, future.result()) if error is None else (ident, False, error)
+
+
+class _Reporter:
+    """The child's end of the pipe: one message of outcomes per batch. Locked, because a raced
+    command's retry reports from the direct writer's thread."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+
+    def send(self, message: Any) -> bool:
+        """Send ``message`` (:data:`READY` or a list of outcomes); False if the server is gone."""
+        data = pickle.dumps(READY) if message == READY else _pickled(message)
+        try:
+            with self._lock:
+                self._conn.send_bytes(data)
+        except (OSError, ValueError):
+            return False
+        return True
 
 
 class _Opened:
@@ -356,27 +452,6 @@ class _Opened:
         if self._writer is not None:
             self._writer.close()
             self._writer.store.close()
-
-
-def _reporter(ident: int, outbox: queue.SimpleQueue[tuple[int, bool, Any] | None]) -> Any:
-    def report(future: Future[Any]) -> None:
-        error = future.exception()
-        outbox.put((ident, True, future.result()) if error is None else (ident, False, error))
-
-    return report
-
-
-def _report(conn: Connection, outbox: queue.SimpleQueue[tuple[int, bool, Any] | None]) -> None:
-    while True:
-        items = _drain(outbox)
-        outcomes = [item for item in items if item is not None]
-        if outcomes:
-            try:
-                conn.send_bytes(_pickled(outcomes))
-            except (OSError, ValueError):
-                return  # the server is gone: nobody to tell
-        if None in items:
-            return
 
 
 def _pickled(outcomes: list[tuple[int, bool, Any]]) -> bytes:
