@@ -8,6 +8,7 @@ finishes what was sent.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import pickle
 import re
@@ -348,3 +349,68 @@ def test_the_child_logs_plain_utc_lines_at_the_servers_level_when_the_server_con
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+
+
+def test_the_child_applies_and_answers_on_one_thread(book: ledger.Ledger) -> None:
+    book.deposit("u1", "EUR", "50.00", "seed-u1")
+    book.place_bets(P.place(P.entry(1, user="u1")))
+    # No reader or reporter thread to take the GIL from the one that writes.
+    assert os.listdir(f"/proc/{child_pid(book)}/task") == [str(child_pid(book))]
+
+
+def test_a_child_stuck_on_a_batch_past_max_wait_has_new_place_bets_refused_503_at_once(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    with ledger.open_ledger(url, writer_process=True, max_wait=0.3) as book:
+        free = {"amount": "0", "rake": "0"}
+        book.place_bets(P.place(P.entry(1, **free)))
+        pid = child_pid(book)
+        os.kill(pid, signal.SIGSTOP)  # stuck, as on a frozen database
+        try:
+            stuck = book.submit_place_bets(P.place(P.entry(2, **free)))
+            time.sleep(0.5)
+            refused = book.submit_place_bets(P.place(P.entry(3, **free)))
+            error = refused.exception(timeout=0)  # answered at once, not after the deadline
+            assert isinstance(error, ledger.StoreBusy)
+            assert error.status == 503
+            assert "busy on one batch" in error.message
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert stuck.result(timeout=30).placed == [2]
+        # Moving again: taken as before.
+        assert book.place_bets(P.place(P.entry(3, **free))).placed == [3]
+        assert child_pid(book) == pid
+
+
+def test_the_deliveries_of_one_event_loop_turn_reach_the_child_in_one_message(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger import writer_process
+
+    pickled: list[int] = []
+    original = writer_process._Child._pickled
+
+    def counted(child: Any, batch: list[Any]) -> bytes:
+        pickled.append(len(batch))
+        return original(child, batch)
+
+    monkeypatch.setattr(writer_process._Child, "_pickled", counted)
+    free = {"amount": "0", "rake": "0"}
+
+    async def one_turn() -> list[Any]:
+        # Twenty deliveries served in one turn of the loop (no await between them), each taking
+        # a while (the GIL is let go meanwhile, as a request's parsing does on a busy server).
+        futures = []
+        for uid in range(1, 21):
+            futures.append(book.submit_place_bets(P.place(P.entry(uid, **free))))
+            time.sleep(0.002)
+        await asyncio.sleep(0)
+        return [asyncio.wrap_future(future) for future in futures]
+
+    async def scenario() -> list[Any]:
+        return list(await asyncio.gather(*await one_turn()))
+
+    answers = asyncio.run(scenario())
+    assert [answer.placed for answer in answers] == [[uid] for uid in range(1, 21)]
+    assert pickled == [20]
