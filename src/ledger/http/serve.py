@@ -41,6 +41,7 @@ from ..settings import Settings, SettingsError
 from .app import create_app
 from .auth import mint_token
 from .logs import JSON_LOGGERS, JsonLinesHandler
+from .protocol import OneWriteHttpToolsProtocol
 
 __all__ = ["COMMANDS", "serve", "token"]
 
@@ -224,9 +225,10 @@ def serve(
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_TIMEOUT,
         host=host,
         port=port,
-        # "auto" picks uvloop and httptools, installed with uvicorn[standard].
+        # "auto" picks uvloop, installed with uvicorn[standard] as httptools is; uvicorn's
+        # httptools protocol, with each answer's head and body in one write (.protocol).
         loop="auto",
-        http="auto",
+        http=OneWriteHttpToolsProtocol,
         # The app reads X-Forwarded-For itself, from LEDGER_TRUSTED_PROXIES only; uvicorn's own
         # handling would trust 127.0.0.1 by default and rewrite the peer address behind our back.
         proxy_headers=False,
