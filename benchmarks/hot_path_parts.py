@@ -8,6 +8,8 @@ own cost, undisturbed by other load on a shared machine (CPU time, not wall-cloc
 - waiting for the writer: ``anyio.fail_after`` + ``asyncio.shield(asyncio.wrap_future(...))``
   against ``asyncio.timeout`` + :class:`ledger.http.runtime.LoopFutures`, 64 deliveries at a
   time answered by another thread the way the group-commit writer answers a batch;
+- its deadline: ``asyncio.timeout`` around that wait against the deadline
+  :class:`~ledger.http.runtime.LoopFutures` keeps itself (one timer for every wait);
 - the delivery log line: ``json.dumps`` through ``logging`` (``ledger serve``'s old bare
   handler) against :func:`ledger.http.logs.log_json` into :class:`JsonLinesHandler`;
 - the metrics: ``labels(...).inc()`` and ``labels(...).observe()`` against
@@ -47,10 +49,16 @@ def waiting(rounds: int) -> dict[str, float]:
         with anyio.fail_after(290):
             return await asyncio.shield(asyncio.wrap_future(future))
 
-    def new(bridge: LoopFutures) -> Callable[[Future[int]], Awaitable[int]]:
-        async def new_wait(future: Future[int]) -> int:
+    def timeout(bridge: LoopFutures) -> Callable[[Future[int]], Awaitable[int]]:
+        async def timeout_wait(future: Future[int]) -> int:
             async with asyncio.timeout(290):
                 return await bridge.wrap(future)
+
+        return timeout_wait
+
+    def new(bridge: LoopFutures) -> Callable[[Future[int]], Awaitable[int]]:
+        async def new_wait(future: Future[int]) -> int:
+            return await bridge.wrap(future, 290)
 
         return new_wait
 
@@ -73,7 +81,11 @@ def waiting(rounds: int) -> dict[str, float]:
 
         return cpu_us(rounds, lambda: uvloop.run(main()))
 
-    return {"old": measure(lambda _: old_wait), "new": measure(new)}
+    return {
+        "old": measure(lambda _: old_wait),
+        "timeout": measure(timeout),
+        "new": measure(new),
+    }
 
 
 def logging_line(rounds: int) -> dict[str, float]:
@@ -143,8 +155,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=20_000)
     args = parser.parse_args()
+    wait = waiting(args.rounds)
     parts = {
-        "wait for the writer": waiting(args.rounds),
+        "wait for the writer": {"old": wait["old"], "new": wait["timeout"]},
+        "its deadline": {"old": wait["timeout"], "new": wait["new"]},
         "delivery log line": logging_line(args.rounds),
         "metrics": metrics(args.rounds),
     }

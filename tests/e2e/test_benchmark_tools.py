@@ -37,7 +37,7 @@ def test_hot_path_parts_reports_each_part_old_and_new() -> None:
     )
     assert done.returncode == 0, done.stderr
     rows = {line[:22].strip(): line[22:].split() for line in done.stdout.splitlines()[1:]}
-    assert set(rows) == {"wait for the writer", "delivery log line", "metrics"}
+    assert set(rows) == {"wait for the writer", "its deadline", "delivery log line", "metrics"}
     assert all(len(figures) == 2 for figures in rows.values())
 
 

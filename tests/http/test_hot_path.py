@@ -88,8 +88,7 @@ def test_a_deadline_abandons_the_wait_but_never_cancels_the_submitted_work() -> 
         bridge = LoopFutures(asyncio.get_running_loop())
         source: Future[int] = Future()
         with pytest.raises(TimeoutError):
-            async with asyncio.timeout(0.01):
-                await bridge.wrap(source)
+            await bridge.wrap(source, 0.01)
         # The work finishes later; its answer finds nobody waiting and is dropped quietly.
         source.set_result(7)
         await asyncio.sleep(0)
@@ -99,6 +98,45 @@ def test_a_deadline_abandons_the_wait_but_never_cancels_the_submitted_work() -> 
     source = asyncio.run(scenario())
     assert not source.cancelled()
     assert source.result() == 7
+
+
+def test_waits_of_different_deadlines_each_fail_at_their_own_and_answered_ones_never() -> None:
+    async def scenario() -> tuple[list[str], dict[float, int]]:
+        loop = asyncio.get_running_loop()
+        bridge = LoopFutures(loop)
+        sources: list[Future[str]] = [Future() for _ in range(4)]
+        started = loop.time()
+        failed_at: dict[str, float] = {}
+
+        async def wait(name: str, source: Future[str], deadline: float) -> str:
+            try:
+                return await bridge.wrap(source, deadline)
+            except TimeoutError:
+                failed_at[name] = loop.time() - started
+                return f"{name} timed out"
+
+        waits = [
+            asyncio.create_task(wait("long", sources[0], 0.4)),  # armed first, expires last
+            asyncio.create_task(wait("short", sources[1], 0.05)),
+            asyncio.create_task(wait("answered", sources[2], 0.05)),
+            asyncio.create_task(wait("late answer", sources[3], 0.05)),
+        ]
+        await asyncio.sleep(0.01)
+        sources[2].set_result("answered in time")
+        outcomes = list(await asyncio.gather(*waits))
+        sources[3].set_result("too late")  # the work went on; its answer is dropped
+        await asyncio.sleep(0.01)
+        assert 0.05 <= failed_at["short"] < 0.4 <= failed_at["long"], failed_at
+        return outcomes, {length: len(waiting) for length, waiting in bridge._deadlines.items()}
+
+    outcomes, left = asyncio.run(scenario())
+    assert outcomes == [
+        "long timed out",
+        "short timed out",
+        "answered in time",
+        "late answer timed out",
+    ]
+    assert left == {0.4: 0, 0.05: 0}  # nothing answered or expired is kept
 
 
 def test_an_answer_that_is_ready_at_once_is_awaited_like_any_other() -> None:

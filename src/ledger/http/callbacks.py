@@ -13,7 +13,6 @@ line's ``event`` is the event the delivery was counted as in the metrics.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -264,11 +263,12 @@ async def _deliver(
         # The command writes the 200 journal row itself, in the transaction of its effects.
         future = callback.submit(ledger, body, delivery if settings.delivery_journal else None)
         try:
-            # A plain asyncio timer, not an anyio cancel scope (a tenth of a Place Bet's own
-            # time on the loop). What is awaited is not chained back to the submitted work, so
-            # the deadline abandons the wait, never the work.
-            async with asyncio.timeout(deadline):
-                result = await runtime.awaitable(cast("Future[PlacedBets | ClosedBets]", future))
+            # One timer for every waiting delivery (LoopFutures), not an anyio cancel scope or
+            # an asyncio timeout each. What is awaited is not chained back to the submitted
+            # work, so the deadline abandons the wait, never the work.
+            result = await runtime.awaitable(
+                cast("Future[PlacedBets | ClosedBets]", future), deadline
+            )
         except TimeoutError:
             # A frozen database (or a huge request on a slow one) must not outlast the
             # platform's timeout: a 5xx says "outcome unknown", and the platform's re-send of
