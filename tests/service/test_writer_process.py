@@ -363,14 +363,13 @@ def test_a_child_stuck_on_a_batch_past_max_wait_has_new_place_bets_refused_503_a
 ) -> None:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"
     with ledger.open_ledger(url, writer_process=True, max_wait=0.3) as book:
-        free = {"amount": "0", "rake": "0"}
-        book.place_bets(P.place(P.entry(1, **free)))
+        book.place_bets(P.place(P.entry(1, amount="0", rake="0")))
         pid = child_pid(book)
         os.kill(pid, signal.SIGSTOP)  # stuck, as on a frozen database
         try:
-            stuck = book.submit_place_bets(P.place(P.entry(2, **free)))
+            stuck = book.submit_place_bets(P.place(P.entry(2, amount="0", rake="0")))
             time.sleep(0.5)
-            refused = book.submit_place_bets(P.place(P.entry(3, **free)))
+            refused = book.submit_place_bets(P.place(P.entry(3, amount="0", rake="0")))
             error = refused.exception(timeout=0)  # answered at once, not after the deadline
             assert isinstance(error, ledger.StoreBusy)
             assert error.status == 503
@@ -379,7 +378,7 @@ def test_a_child_stuck_on_a_batch_past_max_wait_has_new_place_bets_refused_503_a
             os.kill(pid, signal.SIGCONT)
         assert stuck.result(timeout=30).placed == [2]
         # Moving again: taken as before.
-        assert book.place_bets(P.place(P.entry(3, **free))).placed == [3]
+        assert book.place_bets(P.place(P.entry(3, amount="0", rake="0"))).placed == [3]
         assert child_pid(book) == pid
 
 
@@ -396,14 +395,13 @@ def test_the_deliveries_of_one_event_loop_turn_reach_the_child_in_one_message(
         return original(child, batch)
 
     monkeypatch.setattr(writer_process._Child, "_pickled", counted)
-    free = {"amount": "0", "rake": "0"}
 
     async def one_turn() -> list[Any]:
         # Twenty deliveries served in one turn of the loop (no await between them), each taking
         # a while (the GIL is let go meanwhile, as a request's parsing does on a busy server).
         futures = []
         for uid in range(1, 21):
-            futures.append(book.submit_place_bets(P.place(P.entry(uid, **free))))
+            futures.append(book.submit_place_bets(P.place(P.entry(uid, amount="0", rake="0"))))
             time.sleep(0.002)
         await asyncio.sleep(0)
         return [asyncio.wrap_future(future) for future in futures]
