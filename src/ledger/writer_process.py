@@ -24,10 +24,10 @@ pay for an interpreter's start-up, and a restart after a crash takes traffic at 
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import functools
+import gc
 import itertools
 import logging
 import multiprocessing
@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
+from ._process import freeze_heap
 from .errors import LedgerError, StoreBusy, StoreUnavailable
 from .logformat import plain_handler
 from .stores import open_store
@@ -60,8 +61,13 @@ CLOSE_TIMEOUT = 30.0
 # How long opening waits for the first child to be ready; past it, Place Bets queue for it.
 START_TIMEOUT = 60.0
 
-# The child's first message: it has imported everything and tried the database once.
-READY = "ready"
+
+@dataclass(frozen=True)
+class Ready:
+    """The child's first message: it has imported everything, tried the database once, and
+    frozen its heap (:func:`ledger._process.freeze_heap`)."""
+
+    frozen: int  # objects its cyclic collector no longer walks
 
 
 @dataclass(frozen=True)
@@ -138,11 +144,10 @@ class _Child:
         self.spec = spec
         # When the child last answered, or was handed work while holding none.
         self._progress = time.monotonic()
-        self.outbox: queue.SimpleQueue[list[tuple[int, Command[Any]]] | None] = queue.SimpleQueue()
-        self._pending: list[tuple[int, Command[Any]]] = []  # taken, not yet handed to the sender
-        self._flush_scheduled = False
+        self.outbox: queue.SimpleQueue[tuple[int, Command[Any]] | None] = queue.SimpleQueue()
         self.alive = True
-        self.ready = threading.Event()  # set by its READY message, or when it is gone
+        self.ready = threading.Event()  # set by its Ready message, or when it is gone
+        self.frozen = 0  # as its Ready message says
         self._lock = threading.Lock()  # between take() and the receiver's end
         _LIVE.add(self)
         self._sender = threading.Thread(target=self._send, name="ledger-writer-send", daemon=True)
@@ -164,27 +169,8 @@ class _Child:
             if not self.waiting:
                 self._progress = time.monotonic()
             self.waiting[ident] = future
-            self._pending.append((ident, command))
-            if self._flush_scheduled:
-                return True
-            self._flush_scheduled = True
-        # On the event loop, once per turn of it: every delivery it served in that turn goes to
-        # the sender in one hand-over. Each hand-over woke the sender thread (a futex call) and
-        # had it pickle and write a message: per request, that was a tenth of the loop's GIL
-        # samples (py-spy --gil) and most of the sender's CPU.
-        loop = asyncio._get_running_loop()
-        if loop is None:
-            self._flush()
-        else:
-            loop.call_soon(self._flush)
+        self.outbox.put((ident, command))
         return True
-
-    def _flush(self) -> None:
-        with self._lock:
-            batch, self._pending = self._pending, []
-            self._flush_scheduled = False
-        if batch:
-            self.outbox.put(batch)
 
     def _refusal(self, bound: int) -> StoreBusy | None:
         # Bounded, as the group-commit writer is: an overload or a frozen database answers 503
@@ -204,7 +190,7 @@ class _Child:
         # One pickle and one write per burst of submissions, not per command.
         while True:
             items = _drain(self.outbox)
-            batch = [command for item in items if item is not None for command in item]
+            batch = [item for item in items if item is not None]
             try:
                 if batch:
                     self._conn.send_bytes(self._pickled(batch))
@@ -242,7 +228,8 @@ class _Child:
         try:
             while True:
                 message = _load(self._conn.recv_bytes())
-                if message == READY:
+                if isinstance(message, Ready):
+                    self.frozen = message.frozen
                     self.ready.set()
                     continue
                 self._progress = time.monotonic()
@@ -267,7 +254,6 @@ class _Child:
     def close(self) -> None:
         """Let the child finish what it was sent, answer it, and exit."""
         _LIVE.discard(self)
-        self._flush()  # what an event loop's turn took and did not hand over yet
         self.outbox.put(None)
         self._receiver.join(CLOSE_TIMEOUT)
         self.process.join(1.0)
@@ -340,9 +326,13 @@ def child_main(spec: ChildSpec, conn: Connection, log_level: int | None = None) 
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     opened = _Opened(spec)
-    opened.writer()  # now, while the server waits for READY: not on its first Place Bet
+    opened.writer()  # now, while the server waits for Ready: not on its first Place Bet
+    # Its imports and its open database are some 140,000 objects that live as long as it does:
+    # unfrozen, the collector walked them all (20 to 30 ms) every few thousand Place Bets, 9 us
+    # of its CPU a Place Bet under benchmark (a) and a pause in the middle of a batch.
+    freeze_heap()
     reporter = _Reporter(conn)
-    if not reporter.send(READY):
+    if not reporter.send(Ready(gc.get_freeze_count())):
         opened.close()
         return  # the server is gone already
     try:
@@ -404,8 +394,8 @@ class _Reporter:
         self._lock = threading.Lock()
 
     def send(self, message: Any) -> bool:
-        """Send ``message`` (:data:`READY` or a list of outcomes); False if the server is gone."""
-        data = pickle.dumps(READY) if message == READY else _pickled(message)
+        """Send ``message`` (:class:`Ready` or a list of outcomes); False if the server is gone."""
+        data = pickle.dumps(message) if isinstance(message, Ready) else _pickled(message)
         try:
             with self._lock:
                 self._conn.send_bytes(data)
