@@ -364,25 +364,22 @@ def _apply(
     if isinstance(writer, LedgerError):  # the database could not be opened: 503, tried later
         reporter.send([(ident, False, writer) for ident, _ in batch])
         return
-    futures = writer.apply_now([command for _, command in batch])
+    answers = writer.apply_now([command for _, command in batch])
     outcomes = []
-    for (ident, _), future in zip(batch, futures, strict=True):
-        if future.done():
-            outcomes.append(_outcome(ident, future))
-        else:
+    for (ident, _), answer in zip(batch, answers, strict=True):
+        if isinstance(answer, Future):
             # It lost a race (Postgres): the direct writer runs it again, and it is reported then.
-            future.add_done_callback(functools.partial(_report_later, reporter, ident))
+            answer.add_done_callback(functools.partial(_report_later, reporter, ident))
+        else:
+            ok, value = answer
+            outcomes.append((ident, ok, value))
     if outcomes:
         reporter.send(outcomes)
 
 
 def _report_later(reporter: _Reporter, ident: int, future: Future[Any]) -> None:
-    reporter.send([_outcome(ident, future)])
-
-
-def _outcome(ident: int, future: Future[Any]) -> tuple[int, bool, Any]:
     error = future.exception()
-    return (ident, True, future.result()) if error is None else (ident, False, error)
+    reporter.send([(ident, True, future.result()) if error is None else (ident, False, error)])
 
 
 class _Reporter:

@@ -348,3 +348,42 @@ def test_a_place_bet_after_a_set_based_refund_in_one_batch_sees_the_refunded_bal
         {"currency": "EUR", "available": "4.00", "held": "11.00"}
     ]
     assert book.check().ok
+
+
+def test_applied_now_each_command_answers_its_outcome_and_a_raced_one_the_future_of_its_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer process's way (GroupCommit.apply_now): no future for what is settled at once.
+    with ledger.open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as opened:
+        group = group_of(opened)
+        opened.deposit("u1", "EUR", "50.00", "seed")
+        place = opened._place_command
+        real = PlaceBets.apply
+        runs: list[int] = []
+
+        def race_once(command: PlaceBets, uow: UnitOfWork) -> Any:
+            result = real(command, uow)
+            runs.append(1)
+            if len(runs) == 1:  # as a concurrent writer's key would make it
+                raise Retry("a concurrent writer recorded the same key")
+            return result
+
+        placed, short = group.apply_now(
+            [place(P.place(P.entry(1, user="u1"))), place(P.place(P.entry(2, user="u9")))]
+        )
+        assert not isinstance(placed, Future)
+        assert not isinstance(short, Future)
+        assert placed[0] is True
+        assert placed[1].placed == [1]
+        assert short[0] is False
+        assert isinstance(short[1], ledger.InsufficientFunds)
+
+        monkeypatch.setattr(PlaceBets, "apply", race_once)
+        [raced] = group.apply_now([place(P.place(P.entry(3, user="u1")))])
+        assert isinstance(raced, Future)
+        assert raced.result(10).placed == [3]
+        assert len(runs) == 2
+        assert [b.to_dict() for b in opened.balance("u1")] == [
+            {"currency": "EUR", "available": "28.00", "held": "22.00"}
+        ]
+        assert opened.check().ok
