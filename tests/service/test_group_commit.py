@@ -199,23 +199,30 @@ def test_a_group_failing_as_a_whole_at_the_head_of_a_batch_is_applied_one_by_one
     assert book.check().ok
 
 
+def racing_once(runs: list[int]) -> Any:
+    """``PlaceBets.apply`` that loses a race on its first run (noted in ``runs``), as a concurrent
+    writer's key would make it, after writing: its unit of work must take that back."""
+    real = PlaceBets.apply
+
+    def apply(command: PlaceBets, uow: UnitOfWork) -> Any:
+        result = real(command, uow)
+        runs.append(1)
+        if len(runs) == 1:
+            raise Retry("a concurrent writer recorded the same key")
+        return result
+
+    return apply
+
+
 def test_a_place_bet_at_the_head_of_a_batch_that_lost_a_race_runs_again_from_nothing(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     group = group_of(book)
     book.deposit("u1", "EUR", "50.00", "seed")
-    real = PlaceBets.apply
     runs: list[int] = []
 
-    def race_once(command: PlaceBets, uow: UnitOfWork) -> Any:
-        result = real(command, uow)
-        runs.append(1)
-        if len(runs) == 1:  # as a concurrent writer's key would make it
-            raise Retry("a concurrent writer recorded the same key")
-        return result
-
     def submit() -> list[Future[Any]]:
-        monkeypatch.setattr(PlaceBets, "apply", race_once)
+        monkeypatch.setattr(PlaceBets, "apply", racing_once(runs))
         return [
             book.submit_place_bets(P.place(P.entry(1, user="u1"))),
             group.submit(Move(deposit("u3", "EUR", 500, "c"))),
@@ -358,16 +365,7 @@ def test_applied_now_each_command_answers_its_outcome_and_a_raced_one_the_future
         group = group_of(opened)
         opened.deposit("u1", "EUR", "50.00", "seed")
         place = opened._place_command
-        real = PlaceBets.apply
         runs: list[int] = []
-
-        def race_once(command: PlaceBets, uow: UnitOfWork) -> Any:
-            result = real(command, uow)
-            runs.append(1)
-            if len(runs) == 1:  # as a concurrent writer's key would make it
-                raise Retry("a concurrent writer recorded the same key")
-            return result
-
         placed, short = group.apply_now(
             [place(P.place(P.entry(1, user="u1"))), place(P.place(P.entry(2, user="u9")))]
         )
@@ -378,7 +376,7 @@ def test_applied_now_each_command_answers_its_outcome_and_a_raced_one_the_future
         assert short[0] is False
         assert isinstance(short[1], ledger.InsufficientFunds)
 
-        monkeypatch.setattr(PlaceBets, "apply", race_once)
+        monkeypatch.setattr(PlaceBets, "apply", racing_once(runs))
         [raced] = group.apply_now([place(P.place(P.entry(3, user="u1")))])
         assert isinstance(raced, Future)
         assert raced.result(10).placed == [3]

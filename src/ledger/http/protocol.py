@@ -37,14 +37,13 @@ class HeadWithBody:
     """One response's view of the connection's transport: its first write (the head) is held
     until the next write, which carries it, or until the end of the event loop's turn."""
 
-    __slots__ = ("_flush_scheduled", "_held", "_loop", "_started", "_transport")
+    __slots__ = ("_held", "_loop", "_started", "_transport")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
         self._loop = loop
         self._held: bytes | None = None
         self._started = False
-        self._flush_scheduled = False
 
     def write(self, data: bytes) -> None:
         held = self._held
@@ -54,15 +53,12 @@ class HeadWithBody:
         elif not self._started:
             self._started = True
             self._held = data
-            if not self._flush_scheduled:
-                self._flush_scheduled = True
-                self._loop.call_soon(self.flush)
+            self._loop.call_soon(self.flush)  # once: only the first write is held
         else:
             self._transport.write(data)
 
     def flush(self) -> None:
         """Write what is held, if anything (the head of an answer whose body is not ready)."""
-        self._flush_scheduled = False
         held = self._held
         if held is not None:
             self._held = None
