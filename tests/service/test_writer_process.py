@@ -322,6 +322,22 @@ def test_the_sqlite_writer_process_keeps_statement_journals_in_memory_and_the_se
             store.close()
 
 
+def test_every_sqlite_connection_lets_large_sorts_use_a_helper_thread(tmp_path: Path) -> None:
+    # A settle of a million participants sorts its legs, deltas and users: SQLite's sorter
+    # sorts and merges runs on helper threads only when a connection allows them.
+    from sqlalchemy import text
+
+    from ledger.stores.sqlite import SORTER_THREADS, SqliteStore
+
+    assert 1 <= SORTER_THREADS <= 8
+    store = SqliteStore(f"sqlite:///{tmp_path / 'l.db'}")
+    try:
+        with store.engine.connect() as connection:
+            assert connection.execute(text("PRAGMA threads")).scalar() == SORTER_THREADS
+    finally:
+        store.close()
+
+
 def test_the_child_logs_plain_utc_lines_at_the_servers_level_when_the_server_configured_logging(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
