@@ -179,9 +179,11 @@ class Dialect(Protocol):
         name: str,
         columns: Sequence[tuple[str, str]],
         rows: Iterable[tuple[Any, ...]],
+        filled: int | None = None,
     ) -> None:
         """Create the temporary table ``name`` (as :meth:`temp_table`) and load ``rows`` into
-        it in bulk (``executemany``, ``COPY``)."""
+        it in bulk (``executemany``, ``COPY``); each row holds the first ``filled`` columns
+        (all when ``None``), the others are NULL."""
         ...
 
     def analyze(self, connection: Connection, names: Sequence[str]) -> None:

@@ -420,6 +420,7 @@ class PostgresDialect:
         name: str,
         columns: Sequence[tuple[str, str]],
         rows: Iterable[tuple[Any, ...]],
+        filled: int | None = None,
     ) -> None:
         # For this transaction only: the close's hashes, sorts and windows over every item
         # (and the bets trigger's transition tables) in memory, not in batches spilled to
@@ -431,7 +432,7 @@ class PostgresDialect:
         driver = connection.connection.driver_connection
         assert driver is not None
         _run(connection, None, None)  # COPY cannot be pipelined: what waits goes first
-        names = ", ".join(column for column, _ in columns)
+        names = ", ".join(column for column, _ in columns[:filled])
         with driver.cursor() as cursor, cursor.copy(f"COPY {name} ({names}) FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)

@@ -371,10 +371,13 @@ class SqliteDialect:
         name: str,
         columns: Sequence[tuple[str, str]],
         rows: Iterable[tuple[Any, ...]],
+        filled: int | None = None,
     ) -> None:
         self.temp_table(connection, name, columns)
-        marks = ", ".join("?" for _ in columns)
-        sql = f"INSERT INTO {name} VALUES ({marks})"  # noqa: S608 - our own table name
+        given = columns[:filled]
+        names = ", ".join(column for column, _ in given)
+        marks = ", ".join("?" for _ in given)
+        sql = f"INSERT INTO {name} ({names}) VALUES ({marks})"  # noqa: S608 - our own names
         _run(connection, sql, rows, many=True)
 
     def analyze(self, connection: Connection, names: Sequence[str]) -> None:
