@@ -62,6 +62,19 @@ class Dialect(Protocol):
         the event feed's counter lock, taken next, is held for no more than the commit."""
         ...
 
+    def defer_checkpoint(self, connection: Connection) -> None:
+        """Before a huge write commits (a set-based close): keep the copy of its write-ahead
+        log into the database out of its commit, for :meth:`resume_checkpoints` to start after
+        it. SQLite's commit would otherwise copy a million-participant settle's log before it
+        returns; Postgres checkpoints on its own and does nothing here."""
+        ...
+
+    def resume_checkpoints(self, connection: Connection, committed: bool) -> None:
+        """End the unit of work's :meth:`defer_checkpoint`: the connection's commits copy the
+        log again as they did; when the huge write ``committed``, its copy starts now, beside
+        the caller (who answers meanwhile)."""
+        ...
+
     def send_queued(self, connection: Connection) -> None:
         """Send now the statements the dialect holds back to send with a later one (Postgres
         queues bulk inserts nobody reads back): before a savepoint is released, so that a

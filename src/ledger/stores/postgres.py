@@ -259,6 +259,12 @@ class PostgresDialect:
     def release(self, connection: Connection) -> None:
         return None  # Postgres locks rows, and its locks end with the transaction
 
+    def defer_checkpoint(self, connection: Connection) -> None:
+        return None  # the checkpointer process copies the log, never a commit
+
+    def resume_checkpoints(self, connection: Connection, committed: bool) -> None:
+        return None
+
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
         return self._ids["transaction_ids"].take(connection, count)
 

@@ -129,6 +129,9 @@ class SqlUnitOfWork:
         # for a dialect that may answer from them (SQLite); forgotten whenever they may no
         # longer hold.
         self._balances: BalanceMemo = {}
+        # A set-based close deferred the copy of its log into the database past the commit
+        # (Dialect.defer_checkpoint): resumed at commit, or when the unit of work ends.
+        self._checkpoint_deferred = False
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -151,10 +154,21 @@ class SqlUnitOfWork:
         try:
             with contextlib.suppress(SQLAlchemyError):
                 connection.rollback()
+            if self._checkpoint_deferred:
+                self._resume_checkpoints(connection, committed=False)
             with contextlib.suppress(SQLAlchemyError):
                 connection.close()
         finally:
             self._dialect.release(connection)
+
+    def _resume_checkpoints(self, connection: Connection, *, committed: bool) -> None:
+        self._checkpoint_deferred = False
+        try:
+            self._dialect.resume_checkpoints(connection, committed)
+        except SQLAlchemyError:
+            # Committed already, or rolled back: nothing to answer for. But never back in the
+            # pool still deferring, or its commits would never copy the log again.
+            connection.invalidate()
 
     @property
     def _conn(self) -> Connection:
@@ -170,6 +184,8 @@ class SqlUnitOfWork:
                 assert self._event_group is not None
                 feed.seal(self._conn, self._dialect, self._event_group, count)
             self._conn.commit()
+        if self._checkpoint_deferred:
+            self._resume_checkpoints(self._conn, committed=True)
         self._event_group, self._event_count = None, 0
         self._balances.clear()
         if count:
@@ -287,6 +303,9 @@ class SqlUnitOfWork:
             if not closing.within_bounds(self._conn, self._dialect, kind, limit):
                 closing.discard(self._conn)
                 return None
+            if not self._checkpoint_deferred:
+                self._dialect.defer_checkpoint(self._conn)
+                self._checkpoint_deferred = True
             outcome = closing.write(
                 self._conn,
                 self._dialect,
