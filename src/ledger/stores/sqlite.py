@@ -156,6 +156,8 @@ class SqliteStore(SqlStore):
         # (postings 5.5 -> 4.7 s, users 2.9 -> 2.3 s); one thread or two measured the same on
         # two cores.
         cursor.execute(f"PRAGMA threads={SORTER_THREADS}")
+        # Said, not assumed: a huge close's commit turns it off and back to this value.
+        cursor.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
         if self.temp_in_memory:
             # Statement journals in memory: a multi-row INSERT into a table with triggers or a
             # constraint journals the pages it changes, and past 64 KiB SQLite spills that to a
@@ -458,8 +460,8 @@ class SqliteDialect:
         return StoreUnavailable(f"the database failed: {message}")
 
 
-# SQLite's default: a commit that leaves the log past this many pages copies it into the
-# database (a checkpoint) before it returns.
+# A commit that leaves the log past this many pages copies it into the database (a checkpoint)
+# before it returns: SQLite's default, set on every connection (SqliteStore._on_connect).
 AUTOCHECKPOINT_PAGES = 1000
 
 
