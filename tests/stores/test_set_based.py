@@ -440,3 +440,30 @@ def test_on_postgres_no_set_based_statement_compares_every_item_with_every_other
     assert any("close_rows" in sql for sql, _ in plans)
     per_item = [sql for sql, plan in plans if "SubPlan" in plan and "hashed SubPlan" not in plan]
     assert per_item == []
+
+
+def test_on_postgres_a_set_based_close_samples_its_temporary_tables_lightly_for_itself_only(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ANALYZE of the close's temporary tables reads 300 rows per unit of the statistics target:
+    # 30,000 by default, most of a 100,000-item close. Only the close's transaction samples less.
+    from ledger.stores import postgres
+
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    targets: list[str] = []
+    analyze = postgres.PostgresDialect.analyze
+
+    def seen(self: Any, connection: Any, names: Sequence[str]) -> None:
+        targets.append(connection.exec_driver_sql("SHOW default_statistics_target").scalar())
+        analyze(self, connection, names)
+
+    monkeypatch.setattr(postgres.PostgresDialect, "analyze", seen)
+    with ledger.open_ledger(postgres_url, migrate=True) as book:
+        _placed(book, 4)
+        book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))
+        store = book.store
+        with store.engine.connect() as connection:  # type: ignore[attr-defined]
+            after = connection.exec_driver_sql("SHOW default_statistics_target").scalar()
+    # close_stage, close_rows, close_legs, close_deltas; then back to the server's default.
+    assert targets == [str(postgres.CLOSE_STATISTICS)] * 4
+    assert after == "100"
