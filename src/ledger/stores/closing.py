@@ -153,7 +153,7 @@ def stage(connection: Connection, dialect: Dialect, rows: Sequence[Staged]) -> b
     discard(connection)
     repeats = len(set(map(_bet_uid, rows))) < len(rows)
     if repeats:
-        dialect.stage(connection, "close_stage", STAGE_COLUMNS, _with_earlier(rows, {}))
+        dialect.stage(connection, "close_stage", STAGE_COLUMNS, _with_earlier(rows))
     else:
         # Every item names its own bet (a settle of distinct participants): ``earlier`` is
         # NULL throughout, left out of the rows and of the statement. Plain tuples: sqlite3
@@ -169,7 +169,8 @@ def stage(connection: Connection, dialect: Dialect, rows: Sequence[Staged]) -> b
 _bet_uid = itemgetter(1)
 
 
-def _with_earlier(rows: Sequence[Staged], firsts: dict[int, int]) -> Iterator[tuple[Any, ...]]:
+def _with_earlier(rows: Sequence[Staged]) -> Iterator[tuple[Any, ...]]:
+    firsts: dict[int, int] = {}
     first = firsts.setdefault
     for row in rows:
         pos = row[0]

@@ -131,7 +131,7 @@ class SqliteStore(SqlStore):
         event.listen(engine, "begin", self._on_begin)
         lock = WriterLock(path.with_name(path.name + "-writer"), busy_timeout)
         self._checkpointer = Checkpointer(path)
-        super().__init__(url, engine, SqliteDialect(engine, lock, self._checkpointer))
+        super().__init__(url, engine, SqliteDialect(engine, self._checkpointer, lock))
         if migrate:
             self.migrate()
 
@@ -183,8 +183,8 @@ class SqliteDialect:
     def __init__(
         self,
         engine: Engine,
+        checkpointer: Checkpointer,
         lock: WriterLock | None = None,
-        checkpointer: Checkpointer | None = None,
     ) -> None:
         self._engine = engine
         self._lock = lock
@@ -224,12 +224,9 @@ class SqliteDialect:
         # log; with the default automatic checkpoint it copied them into the database before
         # it returned: 1.76 -> 0.91 s of commit (benchmarks/settle_split.py). Durability is
         # the log's, synced at commit either way.
-        if self._checkpointer is not None:
-            _run(connection, "PRAGMA wal_autocheckpoint=0")
+        _run(connection, "PRAGMA wal_autocheckpoint=0")
 
     def resume_checkpoints(self, connection: Connection, committed: bool) -> None:
-        if self._checkpointer is None:
-            return
         # Back to the default before the connection returns to the pool.
         _run(connection, f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
         if committed:
