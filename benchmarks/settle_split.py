@@ -90,7 +90,7 @@ def instrument() -> None:
     wrap(service, "_seen_in_pools", "describe the users and tournaments (Seen)")
     wrap(service.Ledger, "_settle_command", "build the command (claims, Seen)")
     wrap(writer.SettleBets, "_staged", "staged rows (payouts to minor units)")
-    for name in ("stage", "first_refusal", "within_bounds", "write", "_append_events"):
+    for name in ("stage", "collect", "within_bounds", "write", "_append_events"):
         wrap(closing, name, f"closing.{name}")
     wrap(closing, "_house_legs", "closing._house_legs")
     wrap(writer, "_record_seen", "directory upsert (users, tournaments)")

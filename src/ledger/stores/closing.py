@@ -58,8 +58,8 @@ __all__ = [
     "STAGE_COLUMNS",
     "bet_currencies",
     "bound",
+    "collect",
     "discard",
-    "first_refusal",
     "may_note",
     "stage",
     "staged_within",
@@ -224,21 +224,65 @@ _REPEATED = {
 }
 
 
-def first_refusal(connection: Connection, kind: Kind, repeats: bool) -> int | None:
-    """The position of the first item the domain would refuse, or ``None``; ``repeats``: some
-    bet is named by more than one item (as :func:`stage` found)."""
+# The columns of ``close_rows``: per item, its position and bet, the bet's terms as recorded,
+# the payout it names; ``refused``: 1 when the domain would refuse the item (see _REFUSED);
+# ``closes``: 1 when the item closes its bet (its first mention, the bet still placed).
+CLOSE_ROWS_COLUMNS = (
+    ("pos", "key"),
+    ("uid", "int"),
+    ("user_uid", "text"),
+    ("pool_uid", "int"),
+    ("currency", "text"),
+    ("amount", "amount"),
+    ("rake", "amount"),
+    ("funding", "text"),
+    ("payout", "amount"),
+    ("payout_currency", "text"),
+    ("refused", "int"),
+    ("closes", "int"),
+)
+
+
+def collect(
+    connection: Connection, dialect: Dialect, kind: Kind, repeats: bool, items: int
+) -> int | None:
+    """Join every staged item with its bet, once: the position of the first item the domain
+    would refuse, or ``None`` with the bets this request closes in ``close_rows``, in item
+    order (a bet is closed by its first mention, if it is still placed). ``repeats``: some bet
+    is named by more than one item (as :func:`stage` found); ``items``: how many are staged.
+
+    One join for both: the refusals were a join of every item with its bet of their own, and
+    the bets closed a second one (a million items on Postgres: 1.1 s of the server's time for
+    the first, which the second's scan of the joined rows replaces with 0.1 s)."""
+    dialect.temp_table(connection, "close_rows", CLOSE_ROWS_COLUMNS)
     refused, repeated = _REFUSED[kind], _REPEATED[kind]
     first_item = ""
     if repeats and repeated is not None:
         refused = f"{refused} OR {repeated}"
         first_item = "LEFT JOIN close_stage o ON o.pos = s.earlier"
-    sql = f"""
-        SELECT min(s.pos) FROM close_stage s {first_item}
-        LEFT JOIN bets b ON b.uid = s.uid
-        WHERE {refused}
-    """  # noqa: S608 - fixed SQL, no input
-    found = _run(connection, sql).scalar()
-    return None if found is None else int(found)
+    # CASE: a condition that is NULL (an unknown bet's columns) is no refusal, as in a WHERE.
+    _run(
+        connection,
+        f"""INSERT INTO close_rows
+            SELECT s.pos, s.uid, b.user_uid, b.pool_uid, b.currency, b.amount, b.rake,
+                   b.funding, s.payout, s.payout_currency,
+                   CASE WHEN {refused} THEN 1 ELSE 0 END,
+                   CASE WHEN s.earlier IS NULL AND b.state = 'placed' THEN 1 ELSE 0 END
+            FROM close_stage s {first_item}
+            LEFT JOIN bets b ON b.uid = s.uid
+            ORDER BY s.pos""",  # noqa: S608 - fixed SQL, no input
+    )
+    first, closing = _run(
+        connection,
+        "SELECT min(CASE WHEN refused = 1 THEN pos END), sum(closes) FROM close_rows",
+    ).one()
+    if first is not None:
+        return int(first)
+    if closing != items:
+        # Re-sent items, or a bet named twice: only the closing ones go on.
+        _run(connection, "DELETE FROM close_rows WHERE closes = 0")
+    dialect.analyze(connection, ("close_rows",))
+    return None
 
 
 # The legs of each closed bet, in the domain's order (leg 0, then leg 1): see domain.refund
@@ -261,35 +305,9 @@ _LEGS = {
 
 
 def within_bounds(connection: Connection, dialect: Dialect, kind: Kind, limit: int) -> bool:
-    """Collect the bets this request closes and their legs; True when every amount they add
-    and every balance they touch lies within ``limit`` (see :func:`bound`)."""
-    dialect.temp_table(
-        connection,
-        "close_rows",
-        (
-            ("pos", "key"),
-            ("uid", "int"),
-            ("user_uid", "text"),
-            ("pool_uid", "int"),
-            ("currency", "text"),
-            ("amount", "amount"),
-            ("rake", "amount"),
-            ("funding", "text"),
-            ("payout", "amount"),
-            ("payout_currency", "text"),
-        ),
-    )
-    # A bet is closed by its first mention, if it is still placed.
-    _run(
-        connection,
-        """INSERT INTO close_rows
-           SELECT s.pos, s.uid, b.user_uid, b.pool_uid, b.currency, b.amount, b.rake, b.funding,
-                  s.payout, s.payout_currency
-           FROM close_stage s JOIN bets b ON b.uid = s.uid
-           WHERE s.earlier IS NULL AND b.state = 'placed'
-           ORDER BY s.pos""",
-    )
-    dialect.analyze(connection, ("close_rows",))
+    """Collect the legs of the bets this request closes (``close_rows``, from :func:`collect`);
+    True when every amount they add and every balance they touch lies within ``limit`` (see
+    :func:`bound`)."""
     outside = _run(
         connection,
         """SELECT count(*) FROM close_rows
@@ -355,8 +373,8 @@ def write(
     items: int,
     notes: bool,
 ) -> ClosingOutcome:
-    """Write what the staged request of ``items`` items does (after :func:`first_refusal`
-    found nothing and :func:`within_bounds` agreed): bet states, postings, balances, one event
+    """Write what the staged request of ``items`` items does (after :func:`collect` found
+    nothing refused and :func:`within_bounds` agreed): bet states, postings, balances, one event
     per bet closed (ordinals from ``event_slots``); transaction ``key:<n>`` for the items of
     chunk ``n``. ``notes``: some item may have something to note (:func:`may_note`)."""
     closed_at = dialect.timestamp(datetime.now(UTC))

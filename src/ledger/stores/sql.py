@@ -296,7 +296,7 @@ class SqlUnitOfWork:
         self._balances.clear()
         with self._store.translate_errors():
             repeats = closing.stage(self._conn, self._dialect, rows)
-            refused = closing.first_refusal(self._conn, kind, repeats)
+            refused = closing.collect(self._conn, self._dialect, kind, repeats, len(rows))
             if refused is not None:
                 closing.discard(self._conn)
                 return refused
