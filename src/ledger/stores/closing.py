@@ -394,7 +394,7 @@ def write(
     if changed != closing:
         raise Retry(f"{closing - changed} bet(s) were closed by a concurrent request")
     _run(connection, "DELETE FROM open_bets WHERE uid IN (SELECT uid FROM close_rows)")
-    _append_events(connection, kind, int(closing), request_id, event_slots)
+    _append_events(connection, kind, int(closing), request_id, event_slots, closing == items)
     # The user accounts (close_deltas, from within_bounds), each changed once by the request's
     # total for it, in key order like every other writer's: credits added (the account
     # created when new), debits (the held money released) taken only from accounts that hold
@@ -502,12 +502,19 @@ def _append_events(
     count: int,
     request_id: str | None,
     event_slots: Callable[[int], tuple[int, int]],
+    every: bool,
 ) -> None:
     """A ``bet.refunded`` or ``bet.settled`` event per bet closed, in the request's order: the
-    rows :func:`ledger.events.closed_rows` makes for the domain path."""
+    rows :func:`ledger.events.closed_rows` makes for the domain path. ``every``: each item
+    closed its bet (the positions 0 .. count - 1 are all in ``close_rows``)."""
     if not count:
         return
     grp, first = event_slots(count)
+    # Each closed bet's place among them: its item's position when every item closed one (no
+    # sort of a million rows and no window over them: 0.55 s of Postgres's time, EXPLAIN
+    # ANALYZE), else its rank by position.
+    ordinal = "pos" if every else "row_number() OVER (ORDER BY pos) - 1"
+    order = "" if every else "ORDER BY pos"
     if kind == "settle":
         event, payout, payout_currency = BET_SETTLED, "payout", "payout_currency"
     else:
@@ -516,10 +523,9 @@ def _append_events(
         connection,
         f"""INSERT INTO events (grp, ordinal, type, user_uid, pool_uid, bet_uid, currency,
                                 amount, rake, payout, payout_currency, reference, request_id)
-            SELECT :grp, :first + row_number() OVER (ORDER BY pos) - 1, :event, user_uid,
-                   pool_uid, uid, currency, amount, rake, {payout}, {payout_currency}, NULL,
-                   :request_id
-            FROM close_rows ORDER BY pos""",  # noqa: S608 - fixed SQL, no input
+            SELECT :grp, :first + {ordinal}, :event, user_uid, pool_uid, uid, currency, amount,
+                   rake, {payout}, {payout_currency}, NULL, :request_id
+            FROM close_rows {order}""",  # noqa: S608 - fixed SQL, no input
         grp=grp,
         first=first,
         event=event,
