@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -846,12 +846,14 @@ class GroupCommit:
         raced: list[_Job[Any]] = []
         try:
             runs = _runs(batch)
-            if self.store.single_writer and isinstance(runs[0][0].command, PlaceBets):
-                # A first run of Place Bets without a savepoint around it. On SQLite a savepoint
-                # is not free: while one is open, every statement journals the pages it changes
-                # into a temporary file (its INSERTs into tables with triggers, every multi-row
-                # INSERT), 20 us of the writer's CPU per one-bet Place Bet in groups of 30 (139
-                # against 117 us, /proc thread CPU) and 2.5 us a bet in batches of 1,000. Nothing
+            if isinstance(runs[0][0].command, PlaceBets):
+                # A first run of Place Bets without a savepoint around it. A savepoint is not
+                # free. On SQLite, while one is open, every statement journals the pages it
+                # changes into a temporary file (its INSERTs into tables with triggers, every
+                # multi-row INSERT), 20 us of the writer's CPU per one-bet Place Bet in groups of
+                # 30 (139 against 117 us, /proc thread CPU) and 2.5 us a bet in batches of 1,000.
+                # On Postgres, opening and releasing one are two round trips of a batch's five
+                # or six, each a wait of the writer and a subtransaction of the server. Nothing
                 # precedes the first run in the unit of work, so rolling the unit back undoes
                 # exactly what its savepoint would have; what is left then goes into a new one.
                 # Refunds and settles keep theirs: a set-based settle of 20,000 bets cost 7%
@@ -974,7 +976,16 @@ class GroupCommit:
 
 
 def _savepoint(uow: UnitOfWork, guarded: bool) -> AbstractContextManager[None]:
-    return uow.savepoint() if guarded else nullcontext()
+    return uow.savepoint() if guarded else _flushed(uow)
+
+
+@contextmanager
+def _flushed(uow: UnitOfWork) -> Iterator[None]:
+    """Unguarded: what the store holds back is sent before the scope ends, as a savepoint's
+    release sends it, so that a failure among it is the command's own (raced, or refused)
+    rather than the whole batch's at commit."""
+    yield
+    uow.flush()
 
 
 def _runs(batch: list[_Job[Any]]) -> list[list[_Job[Any]]]:

@@ -1,4 +1,4 @@
-"""Group commit (SQLite): requests queued together share one transaction, and stay independent.
+"""Group commit: requests queued together share one transaction, and stay independent.
 
 To put several requests in one batch, the writer is first kept busy by a command that waits on an
 event; everything submitted meanwhile queues up and is taken as one batch when it is released.
@@ -284,6 +284,52 @@ def test_a_batch_headed_by_anything_but_place_bets_keeps_a_savepoint_for_each_co
     futures = batched(group, submit)
     assert [future.result() for future in futures] == [True, True]
     assert opened == ["savepoint", "savepoint"]
+
+
+@pytest.fixture
+def pg_book(postgres_url: str) -> Iterator[ledger.Ledger]:
+    with ledger.open_ledger(postgres_url, migrate=True) as opened:
+        assert isinstance(opened.writer, GroupCommit)
+        yield opened
+
+
+def test_on_postgres_a_head_run_failing_on_a_statement_still_queued_is_refused_alone(
+    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On Postgres a batch is Place Bets only (other commands go to the direct writer), applied
+    # without a savepoint, and Postgres holds bulk inserts back to send with the next
+    # statement. They are sent before the run ends, as a savepoint's release would send them:
+    # a failure among them is the run's own (here a group's, then applied one by one), not
+    # the commit's, which would answer every request of the batch 503.
+    book = pg_book
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    real = PlaceBets.apply_group
+    failed: list[int] = []
+
+    def queued_failure(uow: UnitOfWork, commands: Sequence[PlaceBets]) -> Any:
+        outcomes = real(uow, commands)
+        if not failed:
+            failed.append(1)
+            # Its transaction row (deposit:seed again: a unique violation) is only queued.
+            uow.post([deposit("u9", "EUR", 100, "seed")])
+        return outcomes
+
+    monkeypatch.setattr(PlaceBets, "apply_group", staticmethod(queued_failure))
+    place = book._place_command
+    outcomes = group.apply_now(
+        [place(P.place(P.entry(1, user="u1"))), place(P.place(P.entry(2, user="u1")))]
+    )
+    assert failed == [1]
+    assert [(ok, answer.placed) for ok, answer in cast(Any, outcomes)] == [
+        (True, [1]),
+        (True, [2]),
+    ]
+    assert [b.to_dict() for b in book.balance("u1")] == [
+        {"currency": "EUR", "available": "28.00", "held": "22.00"}
+    ]
+    assert book.balance("u9") == []
+    assert book.check().ok
 
 
 # --- huge bodies: decoded on a worker thread -----------------------------------------------

@@ -282,6 +282,10 @@ class UnitOfWork(Protocol):
     def savepoint(self) -> AbstractContextManager[None]:
         """A nested scope: an exception inside it undoes only what was written inside it."""
 
+    def flush(self) -> None:
+        """Send now whatever the store holds back to send with a later statement, so that a
+        failure among it is raised here (outside a savepoint, where :meth:`savepoint` would)."""
+
     def get_bets(self, uids: Sequence[int]) -> dict[int, Bet]:
         """The recorded bets among ``uids``."""
 

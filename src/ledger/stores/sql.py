@@ -211,6 +211,10 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             nested.commit()
 
+    def flush(self) -> None:
+        with self._store.translate_errors():
+            self._dialect.send_queued(self._conn)
+
     def ping(self) -> None:
         with self._store.translate_errors():
             self._conn.execute(select(literal(1))).scalar_one()
