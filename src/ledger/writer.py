@@ -964,7 +964,10 @@ class GroupCommit:
         """Apply one command; False (nothing written) if it raised."""
         try:
             with _savepoint(uow, guarded), paused_gc(job.command.size):
-                done.append((job, job.command.apply(uow)))
+                result = job.command.apply(uow)
+            # Done only once its scope is closed: leaving it sends what Postgres held back,
+            # and a failure there is the command's (never answered success as well).
+            done.append((job, result))
             return True
         except Retry:
             # Another process won a race on a key: after this batch commits, the direct

@@ -332,6 +332,37 @@ def test_on_postgres_a_head_run_failing_on_a_statement_still_queued_is_refused_a
     assert book.check().ok
 
 
+def test_on_postgres_a_head_command_failing_on_a_statement_still_queued_is_only_retried(
+    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A single Place Bet at the head of a batch: the failure surfaces as its scope closes,
+    # after the command itself returned. It is answered by its retry alone, never also as the
+    # success of the run that was rolled back.
+    book = pg_book
+    group = group_of(book)
+    book.deposit("u1", "EUR", "50.00", "seed")
+    real = PlaceBets.apply
+    failed: list[int] = []
+
+    def queued_failure(command: PlaceBets, uow: UnitOfWork) -> Any:
+        outcome = real(command, uow)
+        if not failed:
+            failed.append(1)
+            uow.post([deposit("u9", "EUR", 100, "seed")])  # deposit:seed again, only queued
+        return outcome
+
+    monkeypatch.setattr(PlaceBets, "apply", queued_failure)
+    [answer] = group.apply_now([book._place_command(P.place(P.entry(1, user="u1")))])
+    assert failed == [1]
+    assert isinstance(answer, Future)
+    assert answer.result(10).placed == [1]
+    assert [b.to_dict() for b in book.balance("u1")] == [
+        {"currency": "EUR", "available": "39.00", "held": "11.00"}
+    ]
+    assert book.balance("u9") == []
+    assert book.check().ok
+
+
 # --- huge bodies: decoded on a worker thread -----------------------------------------------
 
 
