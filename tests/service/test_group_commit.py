@@ -288,9 +288,19 @@ def test_a_batch_headed_by_anything_but_place_bets_keeps_a_savepoint_for_each_co
 
 @pytest.fixture
 def pg_book(postgres_url: str) -> Iterator[ledger.Ledger]:
+    """A Postgres ledger whose user u1 holds 50.00 EUR (deposit reference ``seed``)."""
     with ledger.open_ledger(postgres_url, migrate=True) as opened:
         assert isinstance(opened.writer, GroupCommit)
+        opened.deposit("u1", "EUR", "50.00", "seed")
         yield opened
+
+
+def queue_a_failure_once(uow: UnitOfWork, failed: list[int]) -> None:
+    """The first time only (noted in ``failed``): a write whose transaction row, deposit:seed
+    again, is a unique violation, and which Postgres only queues to send later."""
+    if not failed:
+        failed.append(1)
+        uow.post([deposit("u9", "EUR", 100, "seed")])
 
 
 def test_on_postgres_a_head_run_failing_on_a_statement_still_queued_is_refused_alone(
@@ -303,16 +313,12 @@ def test_on_postgres_a_head_run_failing_on_a_statement_still_queued_is_refused_a
     # the commit's, which would answer every request of the batch 503.
     book = pg_book
     group = group_of(book)
-    book.deposit("u1", "EUR", "50.00", "seed")
     real = PlaceBets.apply_group
     failed: list[int] = []
 
     def queued_failure(uow: UnitOfWork, commands: Sequence[PlaceBets]) -> Any:
         outcomes = real(uow, commands)
-        if not failed:
-            failed.append(1)
-            # Its transaction row (deposit:seed again: a unique violation) is only queued.
-            uow.post([deposit("u9", "EUR", 100, "seed")])
+        queue_a_failure_once(uow, failed)
         return outcomes
 
     monkeypatch.setattr(PlaceBets, "apply_group", staticmethod(queued_failure))
@@ -340,15 +346,12 @@ def test_on_postgres_a_head_command_failing_on_a_statement_still_queued_is_only_
     # success of the run that was rolled back.
     book = pg_book
     group = group_of(book)
-    book.deposit("u1", "EUR", "50.00", "seed")
     real = PlaceBets.apply
     failed: list[int] = []
 
     def queued_failure(command: PlaceBets, uow: UnitOfWork) -> Any:
         outcome = real(command, uow)
-        if not failed:
-            failed.append(1)
-            uow.post([deposit("u9", "EUR", 100, "seed")])  # deposit:seed again, only queued
+        queue_a_failure_once(uow, failed)
         return outcome
 
     monkeypatch.setattr(PlaceBets, "apply", queued_failure)

@@ -198,8 +198,7 @@ class SqlUnitOfWork:
         events_before = self._event_count
         try:
             yield
-            with self._store.translate_errors():
-                self._dialect.send_queued(self._conn)
+            self.flush()
         except BaseException:
             # What the savepoint wrote of balances is undone: the memo no longer says.
             self._balances.clear()
