@@ -369,30 +369,25 @@ def place(entry: Entry, existing: Bet | None, secrets: Mapping[str, Any]) -> Pla
                 bet_uid=entry.bet_uid,
             )
         return Replay.EXISTS
+    total = entry.amount + entry.rake
     if entry.ticket:
         funding, source = Funding.TICKET, HOUSE_TICKETS
-    elif entry.total == 0:
-        funding, source = Funding.FREE, ""
+    elif total == 0:
+        return Placement(_new_bet(entry, Funding.FREE, secrets), ())
     else:
         funding, source = Funding.CASH, user_account(entry.user)
-    bet = Bet(
-        uid=entry.bet_uid,
-        user=entry.user,
-        pool_uid=entry.pool_uid,
-        currency=entry.currency,
-        amount=entry.amount,
-        rake=entry.rake,
-        funding=funding,
-        ticket=entry.ticket,
-        request_uuid=entry.request_uuid,
-        secrets=secrets,
-    )
-    legs = (
-        transfer(source, held_account(entry.user), entry.currency, entry.total, entry.bet_uid)
-        if funding != Funding.FREE
-        else ()
-    )
-    return Placement(bet=bet, legs=legs)
+    legs = transfer(source, held_account(entry.user), entry.currency, total, entry.bet_uid)
+    return Placement(_new_bet(entry, funding, secrets), legs)
+
+
+def _new_bet(entry: Entry, funding: Funding, secrets: Mapping[str, Any]) -> Bet:
+    """The bet a new entry places: its fields in :class:`Bet`'s order, by position (by keyword,
+    a named tuple of thirteen fields costs 1.2 us to build instead of 0.5; one per bet)."""
+    uid, user, pool_uid, currency, amount, rake, ticket, request_uuid = entry
+    return Bet(
+        uid, user, pool_uid, currency, amount, rake, funding, BetState.PLACED, None, None,
+        ticket, request_uuid, secrets,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -509,11 +504,11 @@ def _place_request(
             continue
         mine[entry.bet_uid] = decided.bet
         placed.append(entry.bet_uid)
-        for leg in decided.legs:
-            legs.append(leg)
-            if leg.amount < 0 and not is_house(leg.account):
-                account = (leg.account, leg.currency)
-                spent[account] += leg.amount
+        legs += decided.legs
+        for name, currency, amount, _ in decided.legs:
+            if amount < 0 and not is_house(name):
+                account = (name, currency)
+                spent[account] += amount
                 # No overdraft: the whole request fails when any entry would take the user's
                 # available balance below zero (contract: 402, nothing applied).
                 if available.get(account, 0) + spent[account] < 0:

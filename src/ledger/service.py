@@ -1104,19 +1104,9 @@ def open_ledger(
         stale_hold_days=stale_hold_days,
         read_store=read_store,
         writer_process=(
-            ChildSpec(url, _child_options(url, store_options), max_queue, max_wait)
-            if writer_process
-            else None
+            ChildSpec(url, store_options, max_queue, max_wait) if writer_process else None
         ),
     )
-
-
-def _child_options(url: str, store_options: dict[str, Any]) -> dict[str, Any]:
-    """The store options of the writer process: the server's, and on SQLite its temporary
-    data in memory (it applies Place Bets only, whose statement journals are small)."""
-    if url.startswith("sqlite"):
-        return {**store_options, "temp_in_memory": True}
-    return store_options
 
 
 def parse_instant(value: datetime | str, name: str) -> datetime:

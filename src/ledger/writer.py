@@ -474,6 +474,12 @@ class _Closing(Generic[Named]):
     staged: Callable[[UnitOfWork], list[Staged] | None]
 
 
+def _bulk(command: Command[Any]) -> bool:
+    """Whether ``command`` may close a huge request set-based: its unit of work is then a bulk
+    one (:meth:`ledger.stores.base.Store.unit_of_work`)."""
+    return isinstance(command, RefundBets | SettleBets) and command.size >= SET_BASED_FROM
+
+
 def closes_set_based(items: int, bound: int | None) -> bool:
     """Whether a refund or settle of ``items`` is closed set-based on a store that closes up
     to ``bound`` items so (None: no bound)."""
@@ -654,7 +660,7 @@ class DirectWriter:
         with paused_gc(command.size):
             for attempt in range(1, self.max_attempts + 1):
                 try:
-                    with self.store.unit_of_work() as uow:
+                    with self.store.unit_of_work(bulk=_bulk(command)) as uow:
                         result = command.apply(uow)
                         uow.commit()
                         return result
@@ -844,6 +850,7 @@ class GroupCommit:
         done: list[tuple[_Job[Any], Any]] = []
         failed: list[tuple[_Job[Any], BaseException]] = []
         raced: list[_Job[Any]] = []
+        bulk = any(_bulk(job.command) for job in batch)
         try:
             runs = _runs(batch)
             if isinstance(runs[0][0].command, PlaceBets):
@@ -858,14 +865,14 @@ class GroupCommit:
                 # exactly what its savepoint would have; what is left then goes into a new one.
                 # Refunds and settles keep theirs: a set-based settle of 20,000 bets cost 7%
                 # more without it (benchmarks/write_path_cpu.py, 22.5 against 21.1 ms per 1,000).
-                with self.store.unit_of_work() as uow:
+                with self.store.unit_of_work(bulk=bulk) as uow:
                     rest = self._apply_first(uow, runs[0], done, failed, raced)
                     if rest is None:
                         self._apply_runs(uow, runs[1:], done, failed, raced)
                         uow.commit()
                 runs = [] if rest is None else rest + runs[1:]
             if runs:
-                with self.store.unit_of_work() as uow:
+                with self.store.unit_of_work(bulk=bulk) as uow:
                     self._apply_runs(uow, runs, done, failed, raced)
                     uow.commit()
         except BaseException as error:

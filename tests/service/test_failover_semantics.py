@@ -62,8 +62,8 @@ class LostCommitStore:
         self.url = inner.url
         self.lose_next = False
 
-    def unit_of_work(self, *, write: bool = True) -> Any:
-        uow = self._inner.unit_of_work(write=write)
+    def unit_of_work(self, *, write: bool = True, bulk: bool = False) -> Any:
+        uow = self._inner.unit_of_work(write=write, bulk=bulk)
         return LostCommit(uow, self) if write else uow
 
     def __getattr__(self, name: str) -> Any:

@@ -298,30 +298,6 @@ def test_a_place_bet_and_its_answer_cross_the_pipe_unchanged() -> None:
     assert all(type(cup) is TournamentSeen for cup in copy.seen.tournaments)
 
 
-def test_the_sqlite_writer_process_keeps_statement_journals_in_memory_and_the_server_does_not(
-    tmp_path: Path,
-) -> None:
-    from sqlalchemy import text
-
-    from ledger.service import _child_options
-    from ledger.stores.sqlite import SqliteStore
-
-    url = f"sqlite:///{tmp_path / 'l.db'}"
-    assert _child_options(url, {"busy_timeout": 3.0}) == {
-        "busy_timeout": 3.0,
-        "temp_in_memory": True,
-    }
-    # A settle's staging tables stay on disk: a million participants in memory cost 700 MiB.
-    assert _child_options("postgresql+psycopg://h/db", {}) == {}
-    for in_memory, expected in [(False, 0), (True, 2)]:
-        store = SqliteStore(url, temp_in_memory=in_memory)
-        try:
-            with store.engine.connect() as connection:
-                assert connection.execute(text("PRAGMA temp_store")).scalar() == expected
-        finally:
-            store.close()
-
-
 def test_every_sqlite_connection_lets_large_sorts_use_a_helper_thread(tmp_path: Path) -> None:
     # A settle of a million participants sorts its legs, deltas and users: SQLite's sorter
     # sorts and merges runs on helper threads only when a connection allows them.

@@ -83,8 +83,8 @@ class FailingStore:
         self._inner = inner
         self.url = inner.url
 
-    def unit_of_work(self, *, write: bool = True) -> Any:
-        uow = self._inner.unit_of_work(write=write)
+    def unit_of_work(self, *, write: bool = True, bulk: bool = False) -> Any:
+        uow = self._inner.unit_of_work(write=write, bulk=bulk)
         return FailingPost(uow) if write else uow
 
     def __getattr__(self, name: str) -> Any:
@@ -127,8 +127,8 @@ def fail_commits(book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     store = book.store
     real = store.unit_of_work
 
-    def failing_unit_of_work(*, write: bool = True) -> Any:
-        uow = real(write=write)
+    def failing_unit_of_work(*, write: bool = True, bulk: bool = False) -> Any:
+        uow = real(write=write, bulk=bulk)
 
         def commit() -> None:
             raise ledger.StoreUnavailable("disk gone")

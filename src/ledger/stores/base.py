@@ -494,8 +494,10 @@ class Store(Protocol):
     # readers waiting in this process.
     events_appended: int
 
-    def unit_of_work(self, *, write: bool = True) -> UnitOfWork:
-        """A new unit of work; ``write=False`` for reads that must not take the write lock."""
+    def unit_of_work(self, *, write: bool = True, bulk: bool = False) -> UnitOfWork:
+        """A new unit of work; ``write=False`` for reads that must not take the write lock;
+        ``bulk`` for one that may close a huge request set-based (its staging tables and large
+        sorts then stay on disk where a store would otherwise keep temporary data in memory)."""
 
     def migrate(self) -> None:
         """Upgrade the schema to the newest migration."""

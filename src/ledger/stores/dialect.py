@@ -34,9 +34,9 @@ BalanceMemo = dict[tuple[str, str], int | None]
 class Dialect(Protocol):
     """The database-specific half of a SQL store."""
 
-    def connect(self, *, write: bool) -> Connection:
+    def connect(self, *, write: bool, bulk: bool = False) -> Connection:
         """A connection with a database transaction begun (``write`` takes the write lock
-        where the database has one)."""
+        where the database has one; ``bulk``: see :meth:`ledger.stores.base.Store.unit_of_work`)."""
         ...
 
     def run(self, connection: Connection, sql: str, parameters: Sequence[Any] = ()) -> Any:

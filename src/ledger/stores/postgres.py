@@ -248,7 +248,7 @@ class PostgresDialect:
         }
         _listen(engine)
 
-    def connect(self, *, write: bool) -> Connection:
+    def connect(self, *, write: bool, bulk: bool = False) -> Connection:
         connection = self._engine.connect()
         connection.begin()
         return connection

@@ -89,8 +89,8 @@ class SqlStore:
         with self._counting:
             self.events_appended += count
 
-    def unit_of_work(self, *, write: bool = True) -> SqlUnitOfWork:
-        return SqlUnitOfWork(self, write=write)
+    def unit_of_work(self, *, write: bool = True, bulk: bool = False) -> SqlUnitOfWork:
+        return SqlUnitOfWork(self, write=write, bulk=bulk)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -117,10 +117,11 @@ class SqlStore:
 class SqlUnitOfWork:
     """One database transaction; see :class:`ledger.stores.base.UnitOfWork`."""
 
-    def __init__(self, store: SqlStore, *, write: bool) -> None:
+    def __init__(self, store: SqlStore, *, write: bool, bulk: bool = False) -> None:
         self._store = store
         self._dialect = store.dialect
         self._write = write
+        self._bulk = bulk
         self._connection: Connection | None = None
         # This transaction's event group (taken at its first event) and how many it holds.
         self._event_group: int | None = None
@@ -137,7 +138,7 @@ class SqlUnitOfWork:
 
     def __enter__(self) -> Self:
         with self._store.translate_errors():
-            self._connection = self._dialect.connect(write=self._write)
+            self._connection = self._dialect.connect(write=self._write, bulk=self._bulk)
         return self
 
     def __exit__(
