@@ -282,7 +282,7 @@ class Ledger:
         Re-sent entries are answered without a second debit; the user's shortfall on any entry
         fails the whole request with ``user.insufficient_funds``.
         """
-        return self.writer.run(self._place_command(payload))
+        return _run_paused(self.writer, payload, self._place_command)
 
     def submit_place_bets(
         self, payload: PlaceBetsRequest | Payload, *, delivery: Delivery | None = None
@@ -968,6 +968,27 @@ def _users_seen(users: Iterable[User]) -> list[UserSeen]:
     return [new(UserSeen, (user.uid, label(user.name), label(user.client))) for user in users]
 
 
+def _bets_in(payload: Any) -> int:
+    """How many bets ``payload`` carries, at most: a raw body's length over
+    :data:`BYTES_PER_BET`, a parsed body's or a model's lists; 0 for a shape that validation
+    will refuse."""
+    if isinstance(payload, bytes | bytearray | str):
+        return len(payload) // BYTES_PER_BET
+    if isinstance(payload, Mapping):
+        pools = payload.get("pools")
+        parts = pools if isinstance(pools, list) else [payload]
+        return sum(
+            len(bets)
+            for part in parts
+            if isinstance(part, Mapping) and isinstance(bets := part.get("bets"), list)
+        )
+    if isinstance(payload, PlaceBetsRequest):
+        return len(payload.bets)
+    if isinstance(payload, RefundRequest | SettleRequest):
+        return sum(len(pool.bets) for pool in payload.pools)
+    return 0
+
+
 def _run_paused(writer: Writer, payload: Any, command: Callable[[Any], Command[R]]) -> R:
     """Build the command of ``payload`` and run it, in the calling thread: :func:`_answer_paused`
     with the caller waiting for the answer."""
@@ -991,9 +1012,8 @@ def _answer_paused(
     per million objects here)."""
     if not answer.set_running_or_notify_cancel():
         return
-    size = len(payload) // BYTES_PER_BET if isinstance(payload, bytes | bytearray | str) else 0
     try:
-        with paused_gc(size):
+        with paused_gc(_bets_in(payload)):
             built = command(payload)
             answer.set_result(writer.run(built))
             del built

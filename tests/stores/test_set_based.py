@@ -411,6 +411,50 @@ def test_a_huge_body_is_decoded_and_closed_with_the_collector_paused_and_resumed
     assert gc.isenabled()
 
 
+def test_a_huge_parsed_payload_is_validated_with_the_collector_paused_a_small_one_is_not(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An embedding program hands dicts: a Place Bet of 1,000 entries built its command (some
+    # 5,000 objects) with the collector walking the heap, 2 us a bet of the caller's CPU.
+    import gc
+
+    from ledger import contract, service
+
+    enabled: list[tuple[str, bool]] = []
+    validate = contract.validate
+
+    def spy(model: Any, payload: Any) -> Any:
+        enabled.append((model.__name__, gc.isenabled()))
+        return validate(model, payload)
+
+    monkeypatch.setattr(service, "validate", spy)
+    book.deposit("u1", "EUR", "100000.00", "fund")
+    book.place_bets(P.place(*(P.entry(uid) for uid in range(1, 3))))
+    book.place_bets(P.place(*(P.entry(uid) for uid in range(3, 1_003))))
+    book.settle(P.settle(7, *((uid, "0.00") for uid in range(3, 1_003))))
+    book.refund(P.refund(7, 1, 2))
+    assert enabled == [
+        ("PlaceBetsRequest", True),
+        ("PlaceBetsRequest", False),
+        ("SettleRequest", False),
+        ("RefundRequest", True),
+    ]
+    assert gc.isenabled()
+
+
+def test_how_many_bets_a_payload_carries_at_most() -> None:
+    from ledger import contract
+    from ledger.service import BYTES_PER_BET, _bets_in
+
+    assert _bets_in(b"x" * BYTES_PER_BET * 3) == 3
+    assert _bets_in(P.place(*(P.entry(uid) for uid in range(5)))) == 5
+    assert _bets_in(P.pools(P.pool_of(1, [P.participant(1)]), P.pool_of(2, []))) == 1
+    assert _bets_in(contract.validate(contract.RefundRequest, P.refund(7, 1, 2))) == 2
+    # Shapes that validation refuses count nothing here.
+    assert _bets_in({"bets": "many"}) == 0
+    assert _bets_in({"pools": [1, {"bets": None}]}) == 0
+
+
 def test_on_postgres_no_set_based_statement_compares_every_item_with_every_other(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
