@@ -4,14 +4,20 @@ must say the same thing, for every value."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ledger import contract
 from ledger.contract import (
     INT64_MAX,
     PlaceBetsRequest,
+    RefundRequest,
+    SettleRequest,
     check_currency,
     check_id,
     check_text,
@@ -174,3 +180,83 @@ def test_an_amount_string_read_again_is_the_same_value_and_the_memo_stays_bounde
     assert len(contract._READ) == 3  # bounded: later strings are read, not remembered
     with pytest.raises(InvalidRequest):
         payouts("1_000")  # still refused, memo or not
+
+
+# --- the same rules over a whole request (validate's _check_texts) -------------------------------
+
+
+def pools(user: Any = "u1", currency: Any = "EUR", *, before: int = 0) -> dict[str, Any]:
+    """A settle's (or refund's) body: ``before`` good participants in a first pool, then the one
+    under test alone in a second."""
+
+    def part(uid: Any, n: int, code: Any) -> dict[str, Any]:
+        return {"user": {"uid": uid}, "bet": {"uid": n, "payout": "1.00", "currency": code}}
+
+    return {
+        "pools": [
+            {"pool": {"uid": 1}, "bets": [part(f"ok{n}", n, "EUR") for n in range(before)]},
+            {"pool": {"uid": 2}, "bets": [part(user, 999, currency)]},
+        ]
+    }
+
+
+def accepts(model: type[msgspec.Struct], body: dict[str, Any]) -> bool:
+    """Whether ``validate`` accepts ``body`` given as a dict, as JSON bytes, and as text."""
+    verdicts = set()
+    for form in (body, json.dumps(body).encode(), json.dumps(body)):
+        try:
+            validate(model, form)
+            verdicts.add(True)
+        except InvalidRequest:
+            verdicts.add(False)
+    assert len(verdicts) == 1, f"{model.__name__} judged {body!r} differently by its form"
+    return verdicts.pop()
+
+
+@pytest.mark.parametrize("uid", USER_UIDS)
+def test_a_user_uid_is_judged_alike_in_a_settle_a_refund_and_check_user(uid: str) -> None:
+    expected = check_accepts(check_user, uid)
+    assert accepts(SettleRequest, pools(user=uid, before=3)) == expected
+    assert accepts(RefundRequest, pools(user=uid, before=3)) == expected
+    assert accepts(PlaceBetsRequest, place_bet(user=uid)) == expected
+
+
+@pytest.mark.parametrize("code", CURRENCIES)
+def test_a_settle_currency_code_is_judged_alike_by_the_payload_type_and_check_currency(
+    code: str,
+) -> None:
+    assert accepts(SettleRequest, pools(currency=code, before=3)) == check_accepts(
+        check_currency, code
+    )
+
+
+def test_a_refusal_names_the_participant_across_pools_as_msgspec_would() -> None:
+    with pytest.raises(InvalidRequest, match=r"at `\$\.pools\[1\]\.bets\[0\]\.user\.uid`"):
+        validate(SettleRequest, json.dumps(pools(user="u:held", before=5)).encode())
+    with pytest.raises(InvalidRequest, match=r"at `\$\.pools\[1\]\.bets\[0\]\.bet\.currency`"):
+        validate(SettleRequest, json.dumps(pools(currency="E U", before=5)).encode())
+    with pytest.raises(InvalidRequest, match=r"matching regex .* at `\$\.bets\[0\]\.user\.uid`"):
+        validate(PlaceBetsRequest, place_bet(user="a\nb:held"))
+
+
+def test_a_model_built_in_code_is_held_to_the_user_uid_and_currency_rules() -> None:
+    good = validate(SettleRequest, pools())
+    assert validate(SettleRequest, good) is good
+    held = msgspec.structs.replace(
+        good.pools[1],
+        bets=[msgspec.structs.replace(good.pools[1].bets[0], user=contract.User("u:held"))],
+    )
+    with pytest.raises(InvalidRequest, match=r"user\.uid"):
+        validate(SettleRequest, SettleRequest([good.pools[0], held]))
+
+
+# Strings made of what the user uid rule is about: NULs, newlines, and the pieces of ":held".
+UID_TEXT = st.text(alphabet=["\x00", "\n", ":", "h", "e", "l", "d", "x"], min_size=1, max_size=12)
+
+
+@given(st.lists(UID_TEXT, max_size=8))
+def test_the_joined_check_of_many_uids_finds_what_the_pattern_finds_one_by_one(
+    uids: list[str],
+) -> None:
+    expected = next((n for n, uid in enumerate(uids) if not contract._USER_UID.search(uid)), None)
+    assert contract._first_bad_uid(uids) == expected
