@@ -431,14 +431,18 @@ def _check_texts(request: M) -> M:
         sizes = [len(pool.bets) for pool in request.pools]
     else:
         return request
-    bad = _first_bad_uid(uids)
-    if bad is not None:
-        raise InvalidRequest(_mismatch(_USER_UID, _path(sizes, bad, "user.uid")))
-    # Few distinct codes in any request: the pattern once for each.
-    for code in set(codes):
-        if code is not None and not _CURRENCY.search(code):
-            where = _path(sizes, codes.index(code), "bet.currency")
-            raise InvalidRequest(_mismatch(_CURRENCY, where))
+    try:
+        bad = _first_bad_uid(uids)
+        if bad is not None:
+            raise InvalidRequest(_mismatch(_USER_UID, _path(sizes, bad, "user.uid")))
+        # Few distinct codes in any request: the pattern once for each.
+        for code in set(codes):
+            if code is not None and not _CURRENCY.search(code):
+                where = _path(sizes, codes.index(code), "bet.currency")
+                raise InvalidRequest(_mismatch(_CURRENCY, where))
+    except TypeError:
+        # Only a model built in code can get here (msgspec decodes these fields as strings).
+        raise InvalidRequest("a user uid or a currency code is not a string") from None
     return request
 
 

@@ -5,7 +5,7 @@ must say the same thing, for every value."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -248,6 +248,12 @@ def test_a_model_built_in_code_is_held_to_the_user_uid_and_currency_rules() -> N
     )
     with pytest.raises(InvalidRequest, match=r"user\.uid"):
         validate(SettleRequest, SettleRequest([good.pools[0], held]))
+    numbered = msgspec.structs.replace(
+        good.pools[1],
+        bets=[msgspec.structs.replace(good.pools[1].bets[0], user=contract.User(cast(Any, 7)))],
+    )
+    with pytest.raises(InvalidRequest, match="not a string"):
+        validate(SettleRequest, SettleRequest([good.pools[0], numbered]))
 
 
 # Strings made of what the user uid rule is about: NULs, newlines, and the pieces of ":held".
