@@ -476,8 +476,9 @@ class _Closing(Generic[Named]):
 
 def _bulk(command: Command[Any]) -> bool:
     """Whether ``command`` may close a huge request set-based: its unit of work is then a bulk
-    one (:meth:`ledger.stores.base.Store.unit_of_work`)."""
-    return isinstance(command, RefundBets | SettleBets) and command.size >= SET_BASED_FROM
+    one (:meth:`ledger.stores.base.Store.unit_of_work`). Said before the unit opens, so before
+    the store's own bound is known: the threshold alone decides."""
+    return isinstance(command, RefundBets | SettleBets) and closes_set_based(command.size, None)
 
 
 def closes_set_based(items: int, bound: int | None) -> bool:
