@@ -207,10 +207,13 @@ def wrk(
     ]  # fmt: skip
     cpu_before = tree_cpu_seconds(pid) if pid is not None else (0.0, 0.0)
     db_before = tree_cpu_seconds(database, reaped=True)[0] if database is not None else 0.0
+    machine_before = machine_ticks()
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    idle = idle_share(machine_before, machine_ticks())
     line = next(line for line in output.splitlines() if line.startswith("WRK_JSON "))
     data: dict[str, Any] = json.loads(line.removeprefix("WRK_JSON "))
     data["rps"] = data["requests"] / (data["duration_us"] / 1e6)
+    data["machine_idle_share"] = idle
     if pid is not None:
         cpu_after = tree_cpu_seconds(pid)
         requests = max(1, data["requests"])
@@ -222,6 +225,20 @@ def wrk(
             (db_after - db_before) * 1e6 / max(1, data["requests"])
         )
     return data
+
+
+def machine_ticks() -> tuple[int, int]:
+    """The machine's CPU ticks since boot, all and idle (idle and waiting for I/O), from
+    ``/proc/stat``."""
+    fields = [int(field) for field in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    return sum(fields), fields[3] + fields[4]
+
+
+def idle_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of all cores' time left idle between two :func:`machine_ticks`: when it is
+    large, a closed-loop load (64 connections, each waiting for its answer) is bound by a
+    request's latency, not by the cores."""
+    return (after[1] - before[1]) / max(1, after[0] - before[0])
 
 
 def fund(port: int, users: list[str], amount: str = "100000000.00") -> None:
@@ -627,6 +644,7 @@ def report(results: dict[str, Any]) -> None:
             if not key.startswith("a_http_"):
                 continue
             bet, count = http["place_bet"], http["workers"]
+            echo_idle = http["echo"].get("machine_idle_share", float("nan"))
             name = f"(a) {store}, {count} worker{'s' if count > 1 else ''}"
             rows.append(
                 (
@@ -647,7 +665,8 @@ def report(results: dict[str, Any]) -> None:
                 (
                     f"{name}: server CPU per request",
                     f"{bet['server_cpu_us_per_request']:.0f} us = {http['ratio_cpu']:.2f} x echo "
-                    f"(event loop {bet['loop_cpu_us_per_request']:.0f} us)",
+                    f"(event loop {bet['loop_cpu_us_per_request']:.0f} us); "
+                    f"machine idle {bet['machine_idle_share']:.0%} (echo {echo_idle:.0%})",
                     "",
                 )
             )

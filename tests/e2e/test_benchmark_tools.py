@@ -1,12 +1,14 @@
 """The benchmark tools the README's Performance section runs: they start and report.
 
 The long runs (``run.py``, ``profile_place_bet.py``) are not run here; their CPU accounting is,
-on a process of the test's own, and ``hot_path_parts.py`` runs whole with few rounds.
+on a process of the test's own, and ``hot_path_parts.py`` and ``writer_child.py`` run whole with
+few rounds.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -71,3 +73,37 @@ def test_server_cpu_is_counted_over_the_process_and_its_children() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_writer_child_reports_its_cost_by_phase_and_the_log_pages_of_a_commit() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "writer_child.py"),
+            "--place-bets",
+            "320",
+            "--batch",
+            "16",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["place_bets"] == 320
+    assert figures["cpu_us_per_place_bet"] > 0
+    phases = figures["phases_us_per_place_bet"]
+    for phase in ("commit", "post (transactions, postings, balances)", "delivery journal"):
+        assert phases[phase] > 0
+    # Every commit appends at least the pages of the rows it wrote, and a Place Bet writes rows
+    # into several tables.
+    assert figures["wal_pages_per_commit"] >= 5
+
+
+def test_the_machines_idle_share_is_what_the_cores_left_unused() -> None:
+    run = benchmark("run")
+    assert run.idle_share((1000, 400), (1400, 500)) == pytest.approx(0.25)
+    assert run.idle_share((1000, 400), (1000, 400)) == 0  # no tick between: nothing to say
+    total, idle = run.machine_ticks()
+    assert total >= idle >= 0

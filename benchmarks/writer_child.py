@@ -1,0 +1,209 @@
+"""The Place Bet writer process's own work, by phase: what (a)'s critical path costs a Place Bet.
+
+    .venv/bin/python benchmarks/writer_child.py [--batch 32] [--place-bets 20000] [--db URL]
+
+Under benchmark (a) the server's writer process (``ledger.writer_process.child_main``) is the
+critical path: it takes every Place Bet waiting in its pipe, applies them as one batch
+(``GroupCommit.apply_now``: one commit) and reports their outcomes, while the event loop
+gathers the next batch. This runs that loop alone, without HTTP or a pipe: one-bet Place Bets
+built as the server builds them (``Ledger.submit_place_bets``' command, with its delivery),
+pickled in batches of ``--batch`` as the server sends them, unpickled, applied and their
+outcomes pickled as the child does. It prints the CPU microseconds a Place Bet of the whole
+loop (user and kernel) and of each phase (the thread's CPU inside each wrapped step; a phase
+inside another counts in both), and, on SQLite, how many pages of the write-ahead log a commit
+wrote. The first whole batches of at least 500 Place Bets warm the caches and are not counted. One
+JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import gc
+import json
+import os
+import pickle
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+USERS = 64
+WARM = 500
+PHASES: collections.Counter[str] = collections.Counter()  # thread CPU ns per phase
+
+
+def _timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.thread_time_ns()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            PHASES[label] += time.thread_time_ns() - started
+
+    return timed
+
+
+def instrument() -> None:
+    """Wrap the steps of a Place Bet batch (the names ``writer_process.child_main`` reaches)."""
+    from ledger import domain, writer
+    from ledger.stores import sql
+
+    steps = {
+        "decision (balances read, domain)": (writer, "_decide_places"),
+        "decision: the domain alone": (domain, "place_many"),
+        "post (transactions, postings, balances)": (sql.SqlUnitOfWork, "post"),
+        "bets and open holds": (sql.SqlUnitOfWork, "add_bets"),
+        "delivery journal": (sql.SqlUnitOfWork, "record_deliveries"),
+        "events": (sql.SqlUnitOfWork, "append_events"),
+        "directory (users, tournaments)": (sql.SqlUnitOfWork, "record_seen"),
+        "unit of work begin": (sql.SqlUnitOfWork, "__enter__"),
+        "unit of work end": (sql.SqlUnitOfWork, "__exit__"),
+        "commit": (sql.SqlUnitOfWork, "commit"),
+    }
+    for label, (owner, name) in steps.items():
+        setattr(owner, name, _timed(label, getattr(owner, name)))
+
+
+def place_bet(uid: int) -> dict[str, Any]:
+    """One new bet of one of ``USERS`` users, as benchmark (a)'s wrk script sends it."""
+    return {
+        "bets": [
+            {
+                "user": {
+                    "client": "bench",
+                    "uid": f"u{uid % USERS}",
+                    "name": "Bench User",
+                    "ip": "127.0.0.1",
+                },
+                "pool": {
+                    "client": "bench",
+                    "game": "fantasy",
+                    "uid": 1,
+                    "name": "Bench Cup",
+                    "currency": "EUR",
+                    "overdraw": "0.00",
+                    "category": "admin_created",
+                    "amount": "1.00",
+                },
+                "bet": {
+                    "uid": uid,
+                    "uuid": f"1|{uid}",
+                    "base_amount": "1.00",
+                    "amount": "1.00",
+                    "rake": "0.10",
+                    "currency": "EUR",
+                },
+            }
+        ]
+    }
+
+
+def wal_frames(shm: int) -> int:
+    """The frames in a SQLite database's write-ahead log now: ``mxFrame`` of the wal-index
+    header at the start of its ``-shm`` file (open as ``shm``), in native byte order."""
+    return int.from_bytes(os.pread(shm, 4, 16), sys.byteorder)
+
+
+def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
+    import ledger
+    from ledger.deliveries import Delivery
+
+    book = ledger.open_ledger(url)
+    try:
+        for n in range(USERS):
+            book.deposit(f"u{n}", "EUR", "100000000.00", f"fund-{n}")
+        warm = -(-WARM // batch)  # batches
+        commands = [
+            book._place_command(
+                place_bet(uid),
+                Delivery.arrived(None, "create:fantasy_team", "/bets", "127.0.0.1").caller(
+                    "bench", "bench"
+                ),
+            )
+            for uid in range(warm * batch + place_bets)
+        ]
+        messages = [
+            pickle.dumps(list(enumerate(commands[start : start + batch])), pickle.HIGHEST_PROTOCOL)
+            for start in range(0, len(commands), batch)
+        ]
+        del commands
+        writer = book.writer
+        if not hasattr(writer, "apply_now"):
+            raise SystemExit("this store's writer has no apply_now: not the writer process's loop")
+
+        def one(message: bytes) -> None:
+            received = pickle.loads(message)
+            answers = writer.apply_now([command for _, command in received])
+            pickle.dumps(
+                [(ident, *answer) for (ident, _), answer in zip(received, answers, strict=True)],
+                pickle.HIGHEST_PROTOCOL,
+            )
+
+        for message in messages[:warm]:
+            one(message)
+        gc.freeze()  # as the writer process does (ledger.writer_process.freeze_heap)
+        counted = messages[warm:]
+        placed = sum(len(pickle.loads(message)) for message in counted)
+        instrument()
+        PHASES.clear()
+        # One read of 4 bytes around each batch (the database's wal-index is there after the
+        # warm-up), so that counting the log's pages costs the loop next to nothing.
+        shm = (
+            os.open(url.removeprefix("sqlite:///") + "-shm", os.O_RDONLY)
+            if url.startswith("sqlite")
+            else None
+        )
+        frames = 0
+        before = resource.getrusage(resource.RUSAGE_THREAD)
+        wall = time.perf_counter()
+        for message in counted:
+            if shm is not None:
+                start = wal_frames(shm)
+            one(message)
+            if shm is not None:
+                end = wal_frames(shm)
+                # Fewer than before: a checkpoint had emptied the log and this batch's commit
+                # started it again from its first frame.
+                frames += end - start if end >= start else end
+        wall = time.perf_counter() - wall
+        after = resource.getrusage(resource.RUSAGE_THREAD)
+        if shm is not None:
+            os.close(shm)
+    finally:
+        book.close()
+    user = after.ru_utime - before.ru_utime
+    system = after.ru_stime - before.ru_stime
+    result: dict[str, Any] = {
+        "batch": batch,
+        "place_bets": placed,
+        "cpu_us_per_place_bet": round((user + system) / placed * 1e6, 1),
+        "user_us": round(user / placed * 1e6, 1),
+        "kernel_us": round(system / placed * 1e6, 1),
+        "wall_us_per_place_bet": round(wall / placed * 1e6, 1),
+        "phases_us_per_place_bet": {
+            label: round(ns / placed / 1000, 1) for label, ns in PHASES.most_common()
+        },
+    }
+    if shm is not None:
+        result["wal_pages_per_commit"] = round(frames / len(counted), 1)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=32, help="Place Bets a batch (a commit)")
+    parser.add_argument("--place-bets", type=int, default=20_000, help="Place Bets counted")
+    parser.add_argument("--db", help="database URL (default: a new SQLite file)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="ledger-child-") as tmp:
+        url = args.db or f"sqlite:///{tmp}/child.db"
+        print(json.dumps(measure(url, args.batch, args.place_bets), indent=1))
+
+
+if __name__ == "__main__":
+    main()
