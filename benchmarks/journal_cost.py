@@ -50,16 +50,6 @@ def one_round(url: str, journal: str, seconds: int, cpu_rates: list[float]) -> f
     return float(result["rps"])
 
 
-def place_body(uid: int) -> bytes:
-    """One new bet, as the wrk script of ``run.py`` (a) sends it."""
-    entry = {
-        "user": {"client": "bench", "uid": f"u{uid % run.USERS}", "name": "Bench User"},
-        "pool": {"client": "bench", "uid": 1, "name": "Bench Cup", "currency": "EUR"},
-        "bet": {"uid": uid, "uuid": f"1|{uid}", "amount": 1.0, "rake": 0.1, "currency": "EUR"},
-    }
-    return json.dumps({"bets": [entry]}).encode()
-
-
 def embedded_round(
     directory: Path, name: str, journal: bool, bets: int, cpu_rates: list[float]
 ) -> float:
@@ -69,7 +59,7 @@ def embedded_round(
     with ledger.open_ledger(f"sqlite:///{directory / name}.db") as book:
         for user in range(run.USERS):
             book.deposit(f"u{user}", "EUR", "100000000.00", f"fund-u{user}")
-        bodies = [place_body(uid) for uid in range(1, bets + 1)]
+        bodies = [run.place_bet_body(uid) for uid in range(1, bets + 1)]
         started, cpu = time.perf_counter(), time.process_time()
         futures = []
         for uid, body in enumerate(bodies, start=1):

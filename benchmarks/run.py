@@ -241,6 +241,18 @@ def idle_share(before: tuple[int, int], after: tuple[int, int]) -> float:
     return (after[1] - before[1]) / max(1, after[0] - before[0])
 
 
+def place_bet_body(uid: int, users: int = USERS) -> bytes:
+    """One new Place Bet of bet ``uid`` (user ``u<uid % users>``), exactly as the wrk script of
+    (a) (``place_bet.lua``) sends it: for the benchmarks that submit it without HTTP."""
+    return (
+        f'{{"bets":[{{"user":{{"client":"bench","uid":"u{uid % users}","name":"Bench User",'
+        f'"ip":"127.0.0.1"}},"pool":{{"client":"bench","game":"fantasy","uid":1,'
+        f'"name":"Bench Cup","currency":"EUR","overdraw":"0.00","category":"admin_created",'
+        f'"amount":1.00}},"bet":{{"uid":{uid},"uuid":"1|{uid}","base_amount":1.00,'
+        f'"amount":1.00,"rake":0.10,"currency":"EUR"}}}}]}}'
+    ).encode()
+
+
 def fund(port: int, users: list[str], amount: str = "100000000.00") -> None:
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
         for user in users:

@@ -29,9 +29,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-USERS = 64
+sys.path.insert(0, str(Path(__file__).parent))
+
+import run
+
 WARM = 500
 PHASES: collections.Counter[str] = collections.Counter()  # thread CPU ns per phase
 
@@ -69,40 +73,6 @@ def instrument() -> None:
         setattr(owner, name, _timed(label, getattr(owner, name)))
 
 
-def place_bet(uid: int) -> dict[str, Any]:
-    """One new bet of one of ``USERS`` users, as benchmark (a)'s wrk script sends it."""
-    return {
-        "bets": [
-            {
-                "user": {
-                    "client": "bench",
-                    "uid": f"u{uid % USERS}",
-                    "name": "Bench User",
-                    "ip": "127.0.0.1",
-                },
-                "pool": {
-                    "client": "bench",
-                    "game": "fantasy",
-                    "uid": 1,
-                    "name": "Bench Cup",
-                    "currency": "EUR",
-                    "overdraw": "0.00",
-                    "category": "admin_created",
-                    "amount": "1.00",
-                },
-                "bet": {
-                    "uid": uid,
-                    "uuid": f"1|{uid}",
-                    "base_amount": "1.00",
-                    "amount": "1.00",
-                    "rake": "0.10",
-                    "currency": "EUR",
-                },
-            }
-        ]
-    }
-
-
 def wal_frames(shm: int) -> int:
     """The frames in a SQLite database's write-ahead log now: ``mxFrame`` of the wal-index
     header at the start of its ``-shm`` file (open as ``shm``), in native byte order."""
@@ -112,15 +82,16 @@ def wal_frames(shm: int) -> int:
 def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
     import ledger
     from ledger.deliveries import Delivery
+    from ledger.writer import GroupCommit
 
     book = ledger.open_ledger(url)
     try:
-        for n in range(USERS):
+        for n in range(run.USERS):
             book.deposit(f"u{n}", "EUR", "100000000.00", f"fund-{n}")
         warm = -(-WARM // batch)  # batches
         commands = [
             book._place_command(
-                place_bet(uid),
+                run.place_bet_body(uid),
                 Delivery.arrived(None, "create:fantasy_team", "/bets", "127.0.0.1").caller(
                     "bench", "bench"
                 ),
@@ -133,16 +104,19 @@ def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
         ]
         del commands
         writer = book.writer
-        if not hasattr(writer, "apply_now"):
-            raise SystemExit("this store's writer has no apply_now: not the writer process's loop")
+        if not isinstance(writer, GroupCommit):
+            raise SystemExit("the ledger's writer is not a group commit: not the writer's loop")
 
         def one(message: bytes) -> None:
             received = pickle.loads(message)
             answers = writer.apply_now([command for _, command in received])
-            pickle.dumps(
-                [(ident, *answer) for (ident, _), answer in zip(received, answers, strict=True)],
-                pickle.HIGHEST_PROTOCOL,
-            )
+            # As the child reports them (a raced command's future is reported later, apart).
+            outcomes = [
+                (ident, *answer)
+                for (ident, _), answer in zip(received, answers, strict=True)
+                if isinstance(answer, tuple)
+            ]
+            pickle.dumps(outcomes, pickle.HIGHEST_PROTOCOL)
 
         for message in messages[:warm]:
             one(message)

@@ -107,3 +107,13 @@ def test_the_machines_idle_share_is_what_the_cores_left_unused() -> None:
     assert run.idle_share((1000, 400), (1000, 400)) == 0  # no tick between: nothing to say
     total, idle = run.machine_ticks()
     assert total >= idle >= 0
+
+
+def test_the_place_bet_body_of_the_embedded_benchmarks_is_the_one_wrk_sends() -> None:
+    run = benchmark("run")
+    lua = (BENCHMARKS / "place_bet.lua").read_text()
+    # The format string of request(): its quoted pieces joined by Lua's `..`.
+    call = lua[lua.index("string.format(") : lua.index("uid % users, uid, uid)")]
+    template = "".join(piece for piece in call.split("'")[1::2])
+    uid = 50_000_000_123
+    assert run.place_bet_body(uid) == (template % (uid % run.USERS, uid, uid)).encode()
