@@ -28,7 +28,7 @@ from ledger import domain, writer
 from ledger.directory import Seen, UserSeen
 from ledger.domain import Entry, PlaceRequest, RefundItem, SettleClaim
 from ledger.errors import LedgerError, UnknownCurrency
-from ledger.stores import Store, open_store
+from ledger.stores import Store, closing, open_store
 from ledger.stores.sql import SqlUnitOfWork
 from ledger.writer import Move, PlaceBets, RefundBets, SettleBets
 from support import payloads as P
@@ -268,6 +268,50 @@ def test_set_based_close_answers_and_writes_what_the_domain_decides(
         expected = _close(uow, kind, items, users, 10**9, monkeypatch, caplog)
         actual = _close(uow, kind, items, users, 0, monkeypatch, caplog)
     assert actual == expected
+
+
+_CLOSING_RUN = closing._run
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(payouts=st.lists(st.sampled_from([0, 7, 25]), min_size=4, max_size=4))
+@pytest.mark.parametrize("entries_of_u0", [1, 2])
+def test_a_leg_s_running_balance_is_its_account_s_when_no_account_takes_two_legs(
+    store: Store,
+    entries_of_u0: int,
+    payouts: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One entry per user: each account takes one leg, whose balance after is the account's
+    # (no window over the legs). A user with two entries: the window counts them up.
+    users = ["u0", "u1", "u2"] + ["u0"] * (entries_of_u0 - 1)
+    bets = [Entry(uid, user, 1, "EUR", 100 * uid, 10, None) for uid, user in enumerate(users, 1)]
+    book = {"currencies": ["EUR"], "bets": bets, "closed": [], "funds": 10**6}
+    claims = [
+        SettleClaim(entry.bet_uid, entry.user, 1, Decimal(payout), "EUR")
+        for entry, payout in zip(bets, payouts, strict=False)
+    ]
+    seen: list[str] = []
+
+    def spy(connection: Any, sql: str, **params: Any) -> Any:
+        seen.append(sql)
+        return _CLOSING_RUN(connection, sql, **params)
+
+    monkeypatch.setattr(closing, "_run", spy)
+    with store.unit_of_work() as uow:
+        assert isinstance(uow, SqlUnitOfWork)
+        _build(uow, book)
+        expected = _close(uow, "settle", claims, [], 10**9, monkeypatch, caplog)
+        actual = _close(uow, "settle", claims, [], 0, monkeypatch, caplog)
+    assert actual == expected
+    assert expected[0][0] == "ok"
+    (postings,) = [sql for sql in seen if "INSERT INTO postings" in sql]
+    assert ("OVER" in postings) is (entries_of_u0 > 1)
 
 
 # --- through the service, at the threshold ------------------------------------------------

@@ -343,12 +343,18 @@ def within_bounds(connection: Connection, dialect: Dialect, kind: Kind, limit: i
     dialect.temp_table(
         connection,
         "close_deltas",
-        (("account", "text"), ("currency", "text"), ("kind", "text"), ("delta", "amount")),
+        (
+            ("account", "text"),
+            ("currency", "text"),
+            ("kind", "text"),
+            ("delta", "amount"),
+            ("legs", "int"),
+        ),
     )
     _run(
         connection,
         """INSERT INTO close_deltas
-           SELECT account, currency, min(kind), sum(amount) FROM close_legs
+           SELECT account, currency, min(kind), sum(amount), count(*) FROM close_legs
            GROUP BY account, currency ORDER BY account, currency""",
     )
     dialect.analyze(connection, ("close_deltas",))
@@ -413,8 +419,11 @@ def write(
            FROM close_deltas d
            WHERE d.delta < 0 AND accounts.name = d.account AND accounts.currency = d.currency""",
     ).rowcount
-    debits = _run(connection, "SELECT count(*) FROM close_deltas WHERE delta < 0").scalar()
-    if debited != debits:
+    debits, most_legs = _run(
+        connection,
+        "SELECT sum(CASE WHEN delta < 0 THEN 1 ELSE 0 END), max(legs) FROM close_deltas",
+    ).one()
+    if debited != (debits or 0):
         # A held account that is missing: never, while holds are what placed them.
         raise InsufficientFunds("a user balance would go below zero")
     house = _house_legs(connection, kind, chunk)
@@ -431,20 +440,27 @@ def write(
         # (read under the lock the update holds), computed as the rows go in: no temporary
         # table of a million postings written and read back: the balance after a leg is the
         # balance after the update less the legs that follow it on its account, one running sum
-        # over each account's legs taken from the last (one sort, one window). Each account's
-        # legs keep the order of their running balances; the house legs follow, chunk by chunk.
+        # over each account's legs taken from the last (one sort, one window). When no account
+        # has more than one leg (one entry per user, the usual tournament), a leg's balance
+        # after is its account's: no sort and no window (1.3 s of Postgres's time at a million).
+        # Each account's legs keep the order of their running balances; the house legs follow,
+        # chunk by chunk.
         txn_of = " ".join(
             f"WHEN {part} THEN {txn_id}" for txn_id, part in zip(ids, parts, strict=True)
+        )
+        after = (
+            "a.balance"
+            if most_legs == 1
+            else """a.balance + l.amount
+                    - sum(l.amount) OVER (PARTITION BY l.account, l.currency
+                                          ORDER BY l.pos DESC, l.leg DESC
+                                          ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"""
         )
         _run(
             connection,
             f"""INSERT INTO postings (txn_id, account, currency, amount, bet_uid, balance_after)
                 SELECT CASE l.pos / {chunk} {txn_of} END, l.account, l.currency, l.amount,
-                       l.bet_uid,
-                       a.balance + l.amount
-                       - sum(l.amount) OVER (PARTITION BY l.account, l.currency
-                                             ORDER BY l.pos DESC, l.leg DESC
-                                             ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+                       l.bet_uid, {after}
                 FROM close_legs l
                 JOIN accounts a ON a.name = l.account AND a.currency = l.currency
                 ORDER BY l.pos, l.leg""",  # noqa: S608 - integers, no input
