@@ -338,8 +338,9 @@ def within_bounds(connection: Connection, dialect: Dialect, kind: Kind, limit: i
                 FROM close_rows WHERE {when}""",  # noqa: S608 - fixed SQL, no input
         )
     dialect.analyze(connection, ("close_legs",))
-    # Each account the legs touch, with the request's total for it (the write adds it): the
-    # accounts to check here, and to change there. In key order, like every other writer's.
+    # Each account the legs touch, with the request's total for it (the write adds it) and its
+    # number of legs (one each: the write needs no running sum): the accounts to check here,
+    # and to change there. In key order, like every other writer's.
     dialect.temp_table(
         connection,
         "close_deltas",
@@ -442,7 +443,7 @@ def write(
         # balance after the update less the legs that follow it on its account, one running sum
         # over each account's legs taken from the last (one sort, one window). When no account
         # has more than one leg (one entry per user, the usual tournament), a leg's balance
-        # after is its account's: no sort and no window (1.3 s of Postgres's time at a million).
+        # after is its account's: no sort and no window (about 1 s of Postgres's time at a million).
         # Each account's legs keep the order of their running balances; the house legs follow,
         # chunk by chunk.
         txn_of = " ".join(
