@@ -36,6 +36,7 @@ from support.faults import (
     server_env,
     stored_bets,
     unacknowledged_in,
+    wait_until,
 )
 
 USERS = [f"crash-u{index}" for index in range(8)]
@@ -55,6 +56,11 @@ def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int, workers:
         journal_checked = 0
         with driver.running(threads=6):
             for number in range(kills):
+                # Some traffic must be answered by this incarnation before it is killed: a slow
+                # start (two interpreters, a loaded CI machine) would otherwise leave the random
+                # pause below with nothing to check.
+                wanted = len(driver.acknowledged_so_far()) + 25
+                wait_until(lambda n=wanted: len(driver.acknowledged_so_far()) >= n, 60, "traffic")
                 time.sleep(rng.uniform(0.2, 1.0))
                 if number % 3:
                     # Right after a client heard 200: had the server answered before its
