@@ -60,7 +60,11 @@ def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int, workers:
                 # start (two interpreters, a loaded CI machine) would otherwise leave the random
                 # pause below with nothing to check.
                 wanted = len(driver.acknowledged_so_far()) + 25
-                wait_until(lambda n=wanted: len(driver.acknowledged_so_far()) >= n, 60, "traffic")
+
+                def answered(count: int = wanted) -> bool:
+                    return len(driver.acknowledged_so_far()) >= count
+
+                wait_until(answered, 60, "traffic")
                 time.sleep(rng.uniform(0.2, 1.0))
                 if number % 3:
                     # Right after a client heard 200: had the server answered before its
