@@ -304,7 +304,8 @@ class SqlUnitOfWork:
             if refused is not None:
                 closing.discard(self._conn)
                 return refused
-            if not closing.within_bounds(self._conn, self._dialect, kind, limit):
+            one_user_each = not repeats and closing.one_item_per_user(rows)
+            if not closing.within_bounds(self._conn, self._dialect, kind, limit, one_user_each):
                 closing.discard(self._conn)
                 return None
             if not self._checkpoint_deferred:
@@ -320,6 +321,7 @@ class SqlUnitOfWork:
                 self.event_slots,
                 len(rows),
                 closing.may_note(rows),
+                one_user_each,
             )
             now = datetime.now(UTC)
             directory.record_seen(self._conn, self._dialect, seen, now)
