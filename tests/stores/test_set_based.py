@@ -273,66 +273,16 @@ def test_set_based_close_answers_and_writes_what_the_domain_decides(
 _CLOSING_RUN = closing._run
 
 
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(payouts=st.lists(st.sampled_from([0, 7, 25]), min_size=4, max_size=4))
-@pytest.mark.parametrize("entries_of_u0", [1, 2])
-def test_a_leg_s_running_balance_is_its_account_s_when_no_account_takes_two_legs(
-    store: Store,
-    entries_of_u0: int,
-    payouts: list[int],
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    # One entry per user: each account takes one leg, whose balance after is the account's
-    # (no window over the legs). A user with two entries: the window counts them up.
-    users = ["u0", "u1", "u2"] + ["u0"] * (entries_of_u0 - 1)
-    bets = [Entry(uid, user, 1, "EUR", 100 * uid, 10, None) for uid, user in enumerate(users, 1)]
-    book = {"currencies": ["EUR"], "bets": bets, "closed": [], "funds": 10**6}
-    claims = [
-        SettleClaim(entry.bet_uid, entry.user, 1, Decimal(payout), "EUR")
-        for entry, payout in zip(bets, payouts, strict=False)
-    ]
-    seen: list[str] = []
-
-    def spy(connection: Any, sql: str, **params: Any) -> Any:
-        seen.append(sql)
-        return _CLOSING_RUN(connection, sql, **params)
-
-    monkeypatch.setattr(closing, "_run", spy)
-    with store.unit_of_work() as uow:
-        assert isinstance(uow, SqlUnitOfWork)
-        _build(uow, book)
-        expected = _close(uow, "settle", claims, [], 10**9, monkeypatch, caplog)
-        actual = _close(uow, "settle", claims, [], 0, monkeypatch, caplog)
-    assert actual == expected
-    assert expected[0][0] == "ok"
-    (postings,) = [sql for sql in seen if "INSERT INTO postings" in sql]
-    assert ("OVER" in postings) is (entries_of_u0 > 1)
-
-
-@settings(
-    max_examples=10,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(payouts=st.lists(st.sampled_from([0, 7, 25]), min_size=4, max_size=4))
-@pytest.mark.parametrize("kind", ["refund", "settle"])
-@pytest.mark.parametrize("entries_of_u0", [1, 2])
-def test_accounts_change_by_their_one_leg_unsummed_when_no_two_items_name_one_user(
+def _both_ways(
     store: Store,
     kind: str,
     entries_of_u0: int,
     payouts: list[int],
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
-) -> None:
-    # Distinct users: each account takes one leg, and the balances change by it straight from
-    # the legs (no per-account sum written). A user named twice: the legs are summed first.
-    # Either way the domain's answer, postings, running balances and balances.
+) -> list[str]:
+    """Close a bet of each of three users (``u0`` with ``entries_of_u0`` of them) through the
+    domain and set-based: both must answer and write the same; the set-based statements run."""
     users = ["u0", "u1", "u2"] + ["u0"] * (entries_of_u0 - 1)
     bets = [Entry(uid, user, 1, "EUR", 100 * uid, 10, None) for uid, user in enumerate(users, 1)]
     book = {"currencies": ["EUR"], "bets": bets, "closed": [], "funds": 10**6}
@@ -356,6 +306,50 @@ def test_accounts_change_by_their_one_leg_unsummed_when_no_two_items_name_one_us
         actual = _close(uow, kind, items, [], 0, monkeypatch, caplog)
     assert actual == expected
     assert expected[0][0] == "ok"
+    return seen
+
+
+_FEW_CLOSES = settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+_PAYOUTS = st.lists(st.sampled_from([0, 7, 25]), min_size=4, max_size=4)
+
+
+@_FEW_CLOSES
+@given(payouts=_PAYOUTS)
+@pytest.mark.parametrize("entries_of_u0", [1, 2])
+def test_a_leg_s_running_balance_is_its_account_s_when_no_account_takes_two_legs(
+    store: Store,
+    entries_of_u0: int,
+    payouts: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # One entry per user: each account takes one leg, whose balance after is the account's
+    # (no window over the legs). A user with two entries: the window counts them up.
+    seen = _both_ways(store, "settle", entries_of_u0, payouts, monkeypatch, caplog)
+    (postings,) = [sql for sql in seen if "INSERT INTO postings" in sql]
+    assert ("OVER" in postings) is (entries_of_u0 > 1)
+
+
+@_FEW_CLOSES
+@given(payouts=_PAYOUTS)
+@pytest.mark.parametrize("kind", ["refund", "settle"])
+@pytest.mark.parametrize("entries_of_u0", [1, 2])
+def test_accounts_change_by_their_one_leg_unsummed_when_no_two_items_name_one_user(
+    store: Store,
+    kind: str,
+    entries_of_u0: int,
+    payouts: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Distinct users: each account takes one leg, and the balances change by it straight from
+    # the legs (no per-account sum written). A user named twice: the legs are summed first.
+    # Either way the domain's answer, postings, running balances and balances.
+    seen = _both_ways(store, kind, entries_of_u0, payouts, monkeypatch, caplog)
     summed = any("INSERT INTO close_deltas" in sql for sql in seen)
     assert summed is (entries_of_u0 > 1)
 
