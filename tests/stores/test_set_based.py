@@ -396,6 +396,36 @@ def test_a_settle_at_the_threshold_is_closed_in_the_database_and_pays_once(
     assert book.check().ok
 
 
+AWKWARD_TEXTS = ("tab\there", "back\\slash", "new\nline\r", "quote'\"", "é ü 😀", "\\N", "a|b,c")
+
+
+def test_a_set_based_close_stages_every_character_of_a_users_description_exactly(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The items are staged in one bulk load (on Postgres a binary COPY): whatever a name or
+    client holds (COPY's text separators, escapes, its NULL marker, characters beyond ASCII),
+    the directory records it as the payload said."""
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    seen = _spy(monkeypatch)
+    count = len(AWKWARD_TEXTS)
+    entries = (P.entry(uid, user=f"w{uid}", ticket="t") for uid in range(1, count + 1))
+    book.place_bets(P.place(*entries))
+    parts = [
+        {
+            "user": {"uid": f"w{uid}", "name": text_, "client": text_[::-1]},
+            "bet": {"uid": uid, "payout": "0.00", "currency": "EUR", "secrets": {}},
+        }
+        for uid, text_ in enumerate(AWKWARD_TEXTS, start=1)
+    ]
+    answer = book.settle(P.pools(P.pool_of(7, parts, status="closed")))
+    assert seen == ["ClosingOutcome"]
+    assert answer.closed == list(range(1, count + 1))
+    for uid, text_ in enumerate(AWKWARD_TEXTS, start=1):
+        user = book.user(f"w{uid}")
+        assert user is not None
+        assert (user.name, user.client) == (text_, text_[::-1])
+
+
 def test_a_close_above_the_stores_set_based_bound_is_decided_bet_by_bet(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -57,6 +57,8 @@ BULK_ROWS = 20_000
 
 CLOSE_STATISTICS = 10  # default_statistics_target while a set-based close runs (see stage)
 CLOSE_WORK_MEM = "256MB"  # per sort or hash of a set-based close (see PostgresDialect.stage)
+# The column types of a set-based close's temporary tables (ledger.stores.closing's kinds).
+_TEMP_TYPES = {"key": "bigint", "int": "bigint", "text": "text", "amount": "numeric"}
 # Bulk rows travel as arrays in psycopg's binary format (``%b``): the text format quotes and
 # escapes every element in Python (a regular expression per value), which cost more client CPU
 # per Place Bet than the statements themselves; the ``::type[]`` casts stay, so a value arrives
@@ -417,8 +419,10 @@ class PostgresDialect:
         # the server's CPU for close_first alone, 0.6 s without; staging 4.1 s, 1.8 s without).
         # Text compares byte by byte, as the key columns it is joined with (migration 0015):
         # the close's sorts and groupings of a million account names use memcmp, not strcoll.
-        types = {"key": "bigint", "int": "bigint", "text": 'text COLLATE "C"', "amount": "numeric"}
-        body = ", ".join(f"{column} {types[kind]}" for column, kind in columns)
+        body = ", ".join(
+            f"{column} {_TEMP_TYPES[kind]}" + (' COLLATE "C"' if kind == "text" else "")
+            for column, kind in columns
+        )
         connection.exec_driver_sql(f"CREATE TEMP TABLE {name} ({body}) ON COMMIT DROP")
 
     def stage(
@@ -440,12 +444,18 @@ class PostgresDialect:
         connection.exec_driver_sql(f"SET LOCAL default_statistics_target = {CLOSE_STATISTICS}")
         self.temp_table(connection, name, columns)
         # COPY through the driver's own connection: the rows stream in one round trip, without
-        # a statement per chunk or Python-side arrays.
+        # a statement per chunk or Python-side arrays. In the binary format: no integer turned
+        # into text and no text scanned for characters to escape, in Python's process, and
+        # none parsed back by the server (a million items: the ledger's CPU for staging 1.42
+        # and 1.69 s in text, 1.04 and 1.03 s in binary, the server's about the same).
         driver = connection.connection.driver_connection
         assert driver is not None
         _run(connection, None, None)  # COPY cannot be pipelined: what waits goes first
-        names = ", ".join(column for column, _ in columns[:filled])
-        with driver.cursor() as cursor, cursor.copy(f"COPY {name} ({names}) FROM STDIN") as copy:
+        staged = columns[:filled]
+        names = ", ".join(column for column, _ in staged)
+        statement = f"COPY {name} ({names}) FROM STDIN (FORMAT BINARY)"
+        with driver.cursor() as cursor, cursor.copy(statement) as copy:
+            copy.set_types([_TEMP_TYPES[kind] for _, kind in staged])
             for row in rows:
                 copy.write_row(row)
 
