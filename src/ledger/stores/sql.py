@@ -300,12 +300,14 @@ class SqlUnitOfWork:
         self._balances.clear()
         with self._store.translate_errors():
             repeats = closing.stage(self._conn, self._dialect, rows)
-            refused = closing.collect(self._conn, self._dialect, kind, repeats, len(rows))
-            if refused is not None:
+            collected = closing.collect(self._conn, self._dialect, kind, repeats, len(rows), limit)
+            if collected.refused is not None:
                 closing.discard(self._conn)
-                return refused
+                return collected.refused
             one_user_each = not repeats and closing.one_item_per_user(rows)
-            if not closing.within_bounds(self._conn, self._dialect, kind, limit, one_user_each):
+            if not closing.within_bounds(
+                self._conn, self._dialect, kind, limit, one_user_each, collected
+            ):
                 closing.discard(self._conn)
                 return None
             if not self._checkpoint_deferred:
@@ -322,6 +324,7 @@ class SqlUnitOfWork:
                 len(rows),
                 closing.may_note(rows),
                 one_user_each,
+                collected.closing,
             )
             now = datetime.now(UTC)
             directory.record_seen(self._conn, self._dialect, seen, now)
