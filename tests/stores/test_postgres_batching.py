@@ -18,9 +18,11 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 import ledger
+from ledger import writer
 from ledger.domain import Bet, Funding
+from ledger.errors import LedgerError
 from ledger.stores.base import Retry
-from ledger.stores.postgres import ID_BLOCK, PostgresStore
+from ledger.stores.postgres import ID_BLOCK, PostgresDialect, PostgresStore
 from support import payloads as P
 from support.books import execute_raw
 
@@ -307,3 +309,32 @@ def test_the_journal_checks_walk_the_inserted_rows_and_look_the_journal_up_by_ke
     for present in ("Index", "ANY"):
         assert present in sealed, sealed
     assert any("new_rows" in plan and "Named Tuplestore Scan" in plan for plan in plans)
+
+
+def test_a_connection_lost_while_a_huge_close_is_staged_answers_503_and_writes_nothing(
+    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The set-based close stages its items by COPY on the driver's own connection: a database
+    failure there is the store's 503 (the platform re-sends), like any other statement's, never
+    a driver error escaping as a 500."""
+
+    store = _store(pg_book)
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    pg_book.place_bets(P.place(*(P.entry(uid, ticket="t") for uid in range(1, 5))))
+    created = PostgresDialect.temp_table
+
+    def then_lost(self: PostgresDialect, connection: Any, name: str, columns: Any) -> None:
+        created(self, connection, name, columns)
+        if name == "close_stage":  # the COPY comes next, on a connection that is gone
+            pid = connection.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+            with store.engine.connect() as other, other.begin():
+                other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+
+    monkeypatch.setattr(PostgresDialect, "temp_table", then_lost)
+    body = P.settle(7, *((uid, "5.00") for uid in range(1, 5)))
+    with pytest.raises(LedgerError) as raised:
+        pg_book.settle(body)
+    assert raised.value.status == 503
+    # Nothing was written: the re-sent settle closes every bet, once.
+    monkeypatch.setattr(PostgresDialect, "temp_table", created)
+    assert pg_book.settle(body).closed == [1, 2, 3, 4]
