@@ -14,6 +14,7 @@ the same book for both, and no database to create per example.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from decimal import Decimal
 from typing import Any
@@ -393,6 +394,32 @@ def test_a_settle_at_the_threshold_is_closed_in_the_database_and_pays_once(
     assert house(book, "house:entries") == 4000
     assert house(book, "house:rake") == 400
     assert house(book, "house:prizes") == -2000
+    assert book.check().ok
+
+
+def test_a_set_based_close_reads_its_items_again_while_the_database_joins_them(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The join (collect) waits until the close's own passes over the items have run: they
+    # must run beside it, not after it, or it waits in vain and the close takes none of them.
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    passed = threading.Event()
+    per_user, collect = closing.one_item_per_user, closing.collect
+
+    def one_item_per_user(rows: Sequence[Any]) -> bool:
+        passed.set()
+        return per_user(rows)
+
+    def joined(*args: Any) -> closing.Collected:
+        assert passed.wait(10), "the passes over the items wait for the join"
+        return collect(*args)
+
+    monkeypatch.setattr(closing, "one_item_per_user", one_item_per_user)
+    monkeypatch.setattr(closing, "collect", joined)
+    _placed(book, 4)
+    settled = book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))
+    assert (settled.closed, settled.unchanged) == ([1, 2, 3, 4], [])
+    assert balance(book, "u1") == (Decimal("976.00"), Decimal("0.00"))
     assert book.check().ok
 
 

@@ -11,11 +11,12 @@ import contextlib
 import json
 import threading
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from json.encoder import encode_basestring_ascii
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, TypeVar
 
 from sqlalchemy import Connection, Engine, literal, select
 from sqlalchemy.exc import SQLAlchemyError
@@ -50,6 +51,8 @@ from .dialect import BalanceMemo, Dialect
 from .schema import CAPACITY, bets, open_bets, postings, transactions
 
 __all__ = ["SqlStore", "SqlUnitOfWork"]
+
+R = TypeVar("R")
 
 BET_COLUMNS = (
     "uid",
@@ -300,11 +303,18 @@ class SqlUnitOfWork:
         self._balances.clear()
         with self._store.translate_errors():
             repeats = closing.stage(self._conn, self._dialect, rows)
+            # Two passes over the items that need no database, made while the database joins
+            # them with their bets: the wait for Postgres's answer and SQLite's statements let
+            # go of the interpreter. A million items: 0.37 s of the writer's own time, now
+            # under the join's 2.5 s (benchmarks/settle_split.py).
+            aside = _beside(
+                lambda: (not repeats and closing.one_item_per_user(rows), closing.may_note(rows))
+            )
             collected = closing.collect(self._conn, self._dialect, kind, repeats, len(rows), limit)
             if collected.refused is not None:
                 closing.discard(self._conn)
                 return collected.refused
-            one_user_each = not repeats and closing.one_item_per_user(rows)
+            one_user_each, notes = aside.result()
             if not closing.within_bounds(
                 self._conn, self._dialect, kind, limit, one_user_each, collected
             ):
@@ -322,7 +332,7 @@ class SqlUnitOfWork:
                 request_id,
                 self.event_slots,
                 len(rows),
-                closing.may_note(rows),
+                notes,
                 one_user_each,
                 collected.closing,
             )
@@ -655,3 +665,20 @@ def _with_running_balances(
         balance = running[key] = running[key] + amount
         rows.append((txn_id, account, currency, amount, bet_uid, balance))
     return rows
+
+
+def _beside(work: Callable[[], R]) -> Future[R]:
+    """``work`` started on a thread of its own; its outcome in the future. For Python that can
+    run while the calling thread waits for the database (which lets go of the GIL)."""
+    outcome: Future[R] = Future()
+
+    def run() -> None:
+        if not outcome.set_running_or_notify_cancel():
+            return
+        try:
+            outcome.set_result(work())
+        except BaseException as error:  # noqa: BLE001 - the caller's, through result()
+            outcome.set_exception(error)
+
+    threading.Thread(target=run, name="ledger-close-beside", daemon=True).start()
+    return outcome
