@@ -87,9 +87,9 @@ def instrument() -> None:
     closing._run = statement  # type: ignore[assignment]
     wrap(contract, "validate", "decode and validate the body (msgspec)")
     service.validate = contract.validate  # type: ignore[attr-defined]
-    wrap(service, "_seen_in_pools", "describe the users and tournaments (Seen)")
-    wrap(service.Ledger, "_settle_command", "build the command (claims, Seen)")
-    wrap(writer.SettleBets, "_staged", "staged rows (payouts to minor units)")
+    wrap(service, "_pools_seen", "describe the tournaments (Seen)")
+    wrap(service.Ledger, "_settle_command", "build the command (request, Seen)")
+    wrap(writer.SettleBets, "_staged", "staged rows, read from the request")
     for name in ("stage", "collect", "within_bounds", "write", "_append_events"):
         wrap(closing, name, f"closing.{name}")
     wrap(closing, "_house_legs", "closing._house_legs")

@@ -55,6 +55,6 @@ def test_readme_settle_split_command_names_every_step_of_the_settle() -> None:
     figures = json.loads(done.stdout)
     assert figures["participants"] == 2000
     steps = {step["step"] for step in figures["steps"]}
-    for step in ("closing.stage", "closing.write", "commit", "build the command (claims, Seen)"):
+    for step in ("closing.stage", "closing.write", "commit", "build the command (request, Seen)"):
         assert step in steps
     assert any(step.startswith("sql: UPDATE bets") for step in steps)

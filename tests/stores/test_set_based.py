@@ -13,6 +13,7 @@ the same book for both, and no database to create per example.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Iterator, Sequence
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 import ledger
-from ledger import domain, writer
+from ledger import contract, directory, domain, writer
 from ledger.directory import Seen, UserSeen
 from ledger.domain import Entry, PlaceRequest, RefundItem, SettleClaim
 from ledger.errors import LedgerError, UnknownCurrency
@@ -139,6 +140,39 @@ def requests(draw: st.DrawFn, book: dict[str, Any]) -> tuple[str, list[Any], lis
 # --- running both paths -------------------------------------------------------------------
 
 
+def _request(kind: str, items: Sequence[Any], users: Sequence[UserSeen] = ()) -> Any:
+    """The request that says ``items``, each item's user as ``users`` describes it (or by its
+    uid alone): its pools are the runs of items of one tournament, in order."""
+    pools: list[Any] = []
+    for pool_uid, run in itertools.groupby(enumerate(items), key=lambda pair: pair[1].pool_uid):
+        parts: list[Any] = []
+        for n, item in run:
+            described = users[n] if users else UserSeen(item.user)
+            user = contract.User(uid=item.user, name=described.name, client=described.client)
+            if kind == "refund":
+                bet = contract.RefundBet(
+                    uid=item.bet_uid, amount=item.amount, rake=item.rake, secrets=item.secrets
+                )
+                parts.append(contract.RefundParticipant(user=user, bet=bet))
+            else:
+                claim = contract.SettleBet(
+                    uid=item.bet_uid,
+                    payout=item.payout,
+                    currency=item.currency,
+                    secrets=item.secrets,
+                )
+                parts.append(contract.SettleParticipant(user=user, bet=claim))
+        pool = contract.Pool(uid=pool_uid)
+        pools.append(
+            contract.RefundPool(pool=pool, bets=parts)
+            if kind == "refund"
+            else contract.SettlePool(pool=pool, bets=parts)
+        )
+    if kind == "refund":
+        return contract.RefundRequest(pools=pools)
+    return contract.SettleRequest(pools=pools)
+
+
 def _build(uow: SqlUnitOfWork, book: dict[str, Any]) -> None:
     # Described before: a request's description replaces a field, its silence keeps it.
     uow.record_seen(Seen((), (UserSeen("u0", "Old", "brand"), UserSeen("u1", None, "old"))))
@@ -152,10 +186,10 @@ def _build(uow: SqlUnitOfWork, book: dict[str, Any]) -> None:
         entry = entries[uid]
         if refunded:
             item = RefundItem(uid, entry.user, entry.pool_uid)
-            RefundBets([item], f"earlier-{n}", scale).apply(uow)
+            RefundBets(_request("refund", [item]), f"earlier-{n}", scale).apply(uow)
         else:
             claim = SettleClaim(uid, entry.user, entry.pool_uid, Decimal(payout), entry.currency)
-            SettleBets([claim], f"earlier-{n}", scale).apply(uow)
+            SettleBets(_request("settle", [claim]), f"earlier-{n}", scale).apply(uow)
 
 
 def _state(uow: SqlUnitOfWork) -> dict[str, Any]:
@@ -216,9 +250,9 @@ def _close(
 
     monkeypatch.setattr(SqlUnitOfWork, "close_staged", close_staged)
     command: RefundBets | SettleBets = (
-        RefundBets(items, "request", scale, users=users)
+        RefundBets(_request(kind, items, users), "request", scale)
         if kind == "refund"
-        else SettleBets(items, "request", scale, users=users)
+        else SettleBets(_request(kind, items, users), "request", scale)
     )
     caplog.clear()
     outcome: Any
@@ -394,6 +428,40 @@ def test_a_settle_at_the_threshold_is_closed_in_the_database_and_pays_once(
     assert house(book, "house:entries") == 4000
     assert house(book, "house:rake") == 400
     assert house(book, "house:prizes") == -2000
+    assert book.check().ok
+
+
+def test_a_huge_close_is_staged_from_the_request_and_its_items_built_only_for_the_domain(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The items and users as the domain reads them are a million tuples each in a huge close:
+    # the set-based close reads the request itself and never needs them; the domain does.
+    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    built: list[str] = []
+    for module, name in (
+        (writer, "settle_claims"),
+        (writer, "refund_items"),
+        (directory, "users_seen"),
+    ):
+        original = getattr(module, name)
+
+        def spy(*args: Any, original: Any = original, name: str = name) -> Any:
+            built.append(name)
+            return original(*args)
+
+        monkeypatch.setattr(module, name, spy)
+    seen = _spy(monkeypatch)
+    _placed(book, 6)
+    built.clear()  # Place Bet describes its users as it always did
+    settled = book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))
+    assert (seen, built, settled.closed) == (["ClosingOutcome"], [], [1, 2, 3, 4])
+    book.refund(P.refund(7, 5))  # 1 item: the domain decides
+    assert built == ["users_seen", "refund_items"]
+    built.clear()
+    with raises_key("bet.not_found"):  # refused set-based, the error is the domain's
+        book.settle(P.settle(7, (6, "5.00"), (1, "5.00"), (2, "5.00"), (99, "5.00")))
+    assert seen[-1] == "int"
+    assert built == ["settle_claims"]
     assert book.check().ok
 
 
