@@ -906,9 +906,19 @@ def _seen(pools: Iterable[Pool], users: Iterable[User]) -> Seen:
     tournament the same way in each of its entries); across payloads the writer merges field
     by field (:func:`ledger.directory.merge`). Hot: built for every Place Bet, so no merge here.
     """
+    # The last description of each user wins whole (``directory.described``); keeping only it
+    # before labelling labels each user once, not once per entry of a 1,000-entry Place Bet.
+    last_users = {user.uid: user for user in users}
+    return Seen(
+        _tournaments_seen(pools), directory.described(directory.users_seen(last_users.values()))
+    )
+
+
+def _tournaments_seen(pools: Iterable[Pool]) -> tuple[TournamentSeen, ...]:
+    """The tournaments a payload described, one record per uid (the last), sorted."""
     label = directory.label
     last_pools = {pool.uid: pool for pool in pools}
-    tournaments = tuple(
+    return tuple(
         TournamentSeen(
             uid=pool.uid,
             name=label(pool.name),
@@ -924,12 +934,6 @@ def _seen(pools: Iterable[Pool], users: Iterable[User]) -> Seen:
         )
         for _, pool in sorted(last_pools.items())
     )
-    # The last description of each user wins whole (``directory.described``); keeping only it
-    # before labelling labels each user once, not once per entry of a 1,000-entry Place Bet.
-    last_users = {user.uid: user for user in users}
-    if not last_users:  # a refund or settle: its users are read from the request (writer)
-        return Seen(tournaments, ())
-    return Seen(tournaments, directory.described(directory.users_seen(last_users.values())))
 
 
 def _bets_in(payload: Any) -> int:
@@ -989,7 +993,7 @@ def _pools_seen(request: RefundRequest | SettleRequest) -> Seen:
     """What a refund or settle said of its tournaments. Its users, one per item, the writer
     reads from the request itself (a huge close records them in SQL from its staged items,
     rather than sorting and upserting a million of them from Python: ``ledger.writer``)."""
-    return _seen([pool.pool for pool in request.pools], ())
+    return Seen(_tournaments_seen(pool.pool for pool in request.pools))
 
 
 def _filter_text(value: str | None, name: str) -> str | None:
