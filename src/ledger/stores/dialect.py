@@ -75,6 +75,12 @@ class Dialect(Protocol):
         the caller (who answers meanwhile)."""
         ...
 
+    def committed(self, connection: Connection) -> None:
+        """A write unit of work committed on ``connection`` (still held, its writer lock too).
+        SQLite hands the copy of the log into the database to a thread of its own, and may
+        finish that copy here; Postgres checkpoints on its own and does nothing."""
+        ...
+
     def send_queued(self, connection: Connection) -> None:
         """Send now the statements the dialect holds back to send with a later one (Postgres
         queues bulk inserts nobody reads back): before a savepoint is released, so that a

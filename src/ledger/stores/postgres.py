@@ -268,6 +268,9 @@ class PostgresDialect:
     def resume_checkpoints(self, connection: Connection, committed: bool) -> None:
         return None
 
+    def committed(self, connection: Connection) -> None:
+        return None
+
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
         return self._ids["transaction_ids"].take(connection, count)
 

@@ -190,6 +190,8 @@ class SqlUnitOfWork:
             self._conn.commit()
         if self._checkpoint_deferred:
             self._resume_checkpoints(self._conn, committed=True)
+        elif self._write:
+            self._dialect.committed(self._conn)
         self._event_group, self._event_count = None, 0
         self._balances.clear()
         if count:
