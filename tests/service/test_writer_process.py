@@ -385,3 +385,39 @@ def test_the_child_freezes_the_heap_it_started_with_so_its_collector_walks_only_
     assert child is not None
     # Its imports and open database: tens of thousands of objects, out of the collector's sight.
     assert child.frozen > 10_000
+
+
+def test_a_batch_larger_than_the_last_is_cut_at_their_mean_and_the_rest_goes_first_next() -> None:
+    from ledger.writer_process import _Batches
+
+    batches = _Batches()
+    assert batches.take(list(range(27)), stopping=False) == list(range(14))  # mean of 0 and 27
+    assert batches.holding
+    assert batches.take([], stopping=False) == list(range(14, 27))  # nothing new: held go now
+    assert not batches.holding
+    # Uneven halves (27, then 37) even out: 32, and the 5 held lead the next batch.
+    batches = _Batches()
+    batches._last = 27
+    first = batches.take([f"a{n}" for n in range(37)], stopping=False)
+    assert first == [f"a{n}" for n in range(32)]
+    second = batches.take([f"b{n}" for n in range(27)], stopping=False)
+    assert second == [f"a{n}" for n in range(32, 37)] + [f"b{n}" for n in range(27)]
+    assert not batches.holding
+    # A smaller batch is never cut, and a stop applies everything held and received.
+    assert batches.take(["c"], stopping=False) == ["c"]
+    batches.take(list(range(10)), stopping=False)
+    assert batches.holding
+    assert batches.take(["last"], stopping=True) == [*range(6, 10), "last"]
+    assert not batches.holding
+
+
+def test_the_child_applies_what_it_held_back_without_waiting_for_more(
+    book: ledger.Ledger,
+) -> None:
+    # 40 Place Bets sent at once: the child cuts a batch larger than the one before it, and
+    # what it held back must be applied although nothing more comes down the pipe.
+    book.deposit("u1", "EUR", "1000.00", "seed-u1")
+    futures = [book.submit_place_bets(P.place(P.entry(uid))) for uid in range(1, 41)]
+    for future in futures:
+        future.result(timeout=30)
+    assert balance(book, "u1") == (D("560.00"), D("440.00"))  # 40 holds of 10.00 + 1.00 rake
