@@ -1,8 +1,8 @@
-"""Balances a unit of work has read or written are not read again on SQLite (its one writer):
-what it remembers must always be what the database holds, and the checks stay the database's.
+"""Balances a unit of work has read or written are not read again where no other writer can
+change them before commit (SQLite's one writer; on Postgres, the accounts it has locked): what
+it remembers must always be what the database holds, and the checks stay the database's.
 
-On every store (the ``book`` fixture), so that Postgres, which ignores the memo, keeps the same
-answers.
+On every store (the ``book`` fixture).
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from decimal import Decimal as D
 import pytest
 
 import ledger
-from ledger.domain import deposit, withdrawal
+from ledger.domain import deposit, held_account, withdrawal
 from ledger.stores import UnitOfWork
 from ledger.stores.sql import SqlStore
+from support import payloads as P
 from support.books import balance
 
 
@@ -89,7 +90,20 @@ def test_an_account_read_as_missing_is_created_by_its_first_credit(book: ledger.
     assert book.check().ok
 
 
-def test_only_a_single_writer_store_remembers_balances(book: ledger.Ledger) -> None:
-    store = _store(book)
-    with store.unit_of_work() as uow:
-        assert uow.remembers_balances is store.single_writer
+def test_a_decisions_read_gives_its_bets_and_both_sides_and_the_writes_start_from_them(
+    book: ledger.Ledger,
+) -> None:
+    book.deposit("u1", "EUR", "50.00", reference="seed")
+    book.place_bets(P.place(P.entry(1)))  # 11.00 held of 50.00
+    user, held = ("user:u1", "EUR"), (held_account("u1"), "EUR")
+    with _store(book).unit_of_work() as uow:
+        known, balances = uow.bets_and_balances([2, 1], {user}, {held, ("user:u9:held", "EUR")})
+        assert list(known) == [1]
+        assert balances == {user: 3900, held: 1100}
+        # Written without reading them again (on Postgres: under the lock taken by the read).
+        uow.post([withdrawal("u1", "EUR", 3900, "all of it")])
+        with pytest.raises(ledger.InsufficientFunds), uow.savepoint():
+            uow.post([withdrawal("u1", "EUR", 1, "one cent more")])
+        uow.commit()
+    assert balance(book, "u1") == (D("0.00"), D("11.00"))
+    assert book.check().ok  # the postings' running balances included

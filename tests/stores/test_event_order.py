@@ -17,6 +17,7 @@ from typing import Any
 
 import ledger
 from support import payloads as P
+from support.books import execute_raw
 
 WORKERS = 4
 ROUNDS = 25
@@ -97,3 +98,15 @@ def _all(book: ledger.Ledger) -> list[Any]:
         found += page
         after = page[-1].id
     return found
+
+
+def test_the_first_writer_of_a_schema_without_the_counters_row_creates_it(
+    book: ledger.Ledger,
+) -> None:
+    execute_raw(book, "DELETE FROM event_counter")  # as a schema made from the metadata
+    book.deposit("u1", "EUR", "100.00", "seed")
+    book.place_bets(P.place(P.entry(1), P.entry(2)))
+    book.place_bets(P.place(P.entry(3)))
+    page = book.events(after=0, limit=100)
+    assert [event.id for event in page.events] == list(range(1, len(page.events) + 1))
+    assert [event.bet for event in page.events if event.bet is not None] == [1, 2, 3]

@@ -1,16 +1,22 @@
 """Postgres: how a group of Place Bets reaches the database, and the guards it leaves in place.
 
 Inserts nobody reads back are queued on the connection and sent, pipelined, with the next
-statement that needs an answer (or with the COMMIT); ids come from per-process blocks of their
-sequences; key lookups are planned with their keys, never prepared; the balancing check runs
-once per INSERT statement. These tests prove what each of those must keep: a queued failure
-surfaces, translated, inside its own unit of work; a rolled-back savepoint sends nothing; the
-database still refuses an unbalanced transaction, now at the INSERT that seals it.
+statement that needs an answer (or with the COMMIT); so are the balance writes of accounts the
+group's first read locked, the bets read after the lock; ids come from per-process blocks of
+their sequences; key lookups are planned with their keys, never prepared; the balancing check
+runs once per INSERT statement. These tests prove what each of those must keep: a queued
+failure surfaces, translated, inside its own unit of work; a rolled-back savepoint sends
+nothing; the database still refuses an unbalanced transaction, now at the INSERT that seals it;
+a re-send that waited for the first delivery's lock sees its bets; an account created by another
+writer after the lock found it missing is a Retry, never added to.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal as D
 from typing import Any
 
 import pytest
@@ -19,12 +25,13 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 import ledger
 from ledger import writer
-from ledger.domain import Bet, Funding
+from ledger.domain import Bet, Funding, Transaction, TxnKind, transfer, withdrawal
 from ledger.errors import LedgerError
+from ledger.stores import postgres
 from ledger.stores.base import Retry
 from ledger.stores.postgres import ID_BLOCK, PostgresDialect, PostgresStore
 from support import payloads as P
-from support.books import execute_raw
+from support.books import balance, execute_raw
 
 
 @pytest.fixture
@@ -338,3 +345,118 @@ def test_a_connection_lost_while_a_huge_close_is_staged_answers_503_and_writes_n
     # Nothing was written: the re-sent settle closes every bet, once.
     monkeypatch.setattr(PostgresDialect, "temp_table", created)
     assert pg_book.settle(body).closed == [1, 2, 3, 4]
+
+
+def test_a_group_of_place_bets_reaches_postgres_in_three_round_trips(
+    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pg_book.deposit("u1", "EUR", "100.00", reference="seed")
+    pg_book.place_bets(P.place(P.entry(1, amount=1, rake=0)))  # the id blocks drawn
+    commands = [
+        pg_book._place_command(P.place(P.entry(uid, amount=1, rake=0))) for uid in range(2, 12)
+    ]
+    sent: list[str] = []
+    pipeline, run = postgres._pipeline, postgres._run
+
+    def counted_pipeline(*args: Any) -> Any:
+        sent.append("pipeline")
+        return pipeline(*args)
+
+    def counted_run(connection: Any, sql: str | None, params: Any, *, lookup: bool = False) -> Any:
+        if sql is not None and not connection.info.get(postgres._PENDING):
+            sent.append(sql)  # sent on its own, outside a pipeline
+        return run(connection, sql, params, lookup=lookup)
+
+    monkeypatch.setattr(postgres, "_pipeline", counted_pipeline)
+    monkeypatch.setattr(postgres, "_run", counted_run)
+    group = pg_book.writer
+    assert isinstance(group, writer.GroupCommit)
+    answers = group.apply_now(commands)
+    # Its reads (the accounts locked, the bets), its writes, its commit: one round trip each.
+    assert sent == ["pipeline"] * 3
+    assert [answer[0] for answer in answers if isinstance(answer, tuple)] == [True] * 10
+    report = pg_book.check()
+    assert report.ok, report.problems
+    assert report.bets == 11
+
+
+def test_a_resent_place_bet_waiting_on_the_first_ones_lock_is_answered_as_the_repeat(
+    pg_book: ledger.Ledger,
+) -> None:
+    pg_book.deposit("u1", "EUR", "11.00", reference="seed")  # one entry's worth
+    store = _store(pg_book)
+    command = pg_book._place_command(P.place(P.entry(1)))
+    with store.unit_of_work() as first:
+        placed = command.apply(first)
+        with ThreadPoolExecutor(1) as pool:
+            resent = pool.submit(_apply_and_commit, store, command)
+            _wait_for_a_lock_wait(store)
+            first.commit()
+            again = resent.result(timeout=30)
+    # The re-send's bets were read after the lock it waited for: it saw the first one's bets
+    # (refused for the funds they took, were they read before, a 402 to a delivered entry).
+    assert not isinstance(again, LedgerError)
+    assert again.secrets == placed.secrets
+    assert again.placed == []
+    assert balance(pg_book, "u1") == (D("0.00"), D("11.00"))
+    assert pg_book.check().ok
+
+
+def _apply_and_commit(store: PostgresStore, command: writer.PlaceBets) -> Any:
+    with store.unit_of_work() as uow:
+        try:
+            outcome = command.apply(uow)
+        except LedgerError as error:
+            return error
+        uow.commit()
+        return outcome
+
+
+def _wait_for_a_lock_wait(store: PostgresStore) -> None:
+    for _ in range(300):
+        with store.engine.connect() as connection:
+            waiting = connection.exec_driver_sql(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            ).scalar()
+        if waiting:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the second unit of work never waited on the first one's lock")
+
+
+def test_an_account_missing_under_the_lock_and_created_meanwhile_is_a_retry_never_added_to(
+    pg_book: ledger.Ledger,
+) -> None:
+    pg_book.deposit("u1", "EUR", "10.00", reference="seed")
+    store = _store(pg_book)
+    mine = Transaction("gift", TxnKind.DEPOSIT, transfer("user:u1", "user:u2", "EUR", 500))
+    with store.unit_of_work() as uow:
+        # One side locked, the other known missing.
+        _, found = uow.bets_and_balances([], [("user:u1", "EUR")], [("user:u2", "EUR")])
+        assert found == {("user:u1", "EUR"): 1000}
+        pg_book.deposit("u2", "EUR", "1.00", reference="meanwhile")  # another writer's commit
+        uow.post([mine])  # queued: user:u2 created as new
+        with pytest.raises(Retry):
+            uow.commit()
+    assert balance(pg_book, "u2") == (D("1.00"), D("0.00"))
+    assert balance(pg_book, "u1") == (D("10.00"), D("0.00"))
+    assert pg_book.check().ok
+
+
+def test_writes_of_locked_balances_are_queued_and_never_prepared(pg_book: ledger.Ledger) -> None:
+    pg_book.deposit("u1", "EUR", "100.00", reference="seed")
+    store = _store(pg_book)
+    with store.unit_of_work() as uow:
+        for n in range(8):  # psycopg prepares a statement on its 5th run in one session
+            uow.bets_and_balances([], [("user:u1", "EUR")], [])
+            uow.post([withdrawal("u1", "EUR", 100, f"out-{n}")])
+            uow.flush()
+        connection = uow._conn
+        prepared = connection.exec_driver_sql(
+            "SELECT statement FROM pg_prepared_statements"
+        ).scalars()
+        assert not [sql for sql in prepared if "UPDATE accounts" in sql or "FOR UPDATE" in sql]
+        uow.commit()
+    assert balance(pg_book, "u1") == (D("92.00"), D("0.00"))
+    assert pg_book.check().ok

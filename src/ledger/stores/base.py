@@ -289,6 +289,18 @@ class UnitOfWork(Protocol):
     def get_bets(self, uids: Sequence[int]) -> dict[int, Bet]:
         """The recorded bets among ``uids``."""
 
+    def bets_and_balances(
+        self,
+        uids: Sequence[int],
+        debited: Collection[tuple[str, str]],
+        credited: Collection[tuple[str, str]],
+    ) -> tuple[dict[int, Bet], dict[tuple[str, str], int]]:
+        """What a decision to post reads: the recorded bets among ``uids`` and the balances of
+        the ``(name, currency)`` accounts among ``debited`` and ``credited`` that exist, before
+        this unit of work posts to them. The accounts are held for its writes (locked on
+        Postgres, SQLite's writer holding the database), which then read none of them again:
+        on Postgres all of it is one round trip, and so are the writes that follow."""
+
     def add_bets(self, bets: Sequence[Bet]) -> None:
         """Record new bets; a uid recorded meanwhile by another writer raises :class:`Retry`."""
 
@@ -333,12 +345,6 @@ class UnitOfWork(Protocol):
 
     def account_balances(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """The balances of the ``(name, currency)`` accounts that exist."""
-
-    @property
-    def remembers_balances(self) -> bool:
-        """True when balances this unit of work has read are not read again by its writes (one
-        writer at a time: nobody else changes them before commit): a caller may then read
-        ahead, in one statement, the balances its writes will need."""
 
     # --- the event feed (ledger.events) -----------------------------------------------------
 

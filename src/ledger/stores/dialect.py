@@ -91,6 +91,12 @@ class Dialect(Protocol):
         """A new event group key, for the events of one transaction (ledger.stores.events)."""
         ...
 
+    def seal_events(self, connection: Connection, grp: int, count: int, at: datetime) -> None:
+        """Give the ``count`` events of group ``grp`` the next ids of the event counter and
+        record the group's range, committed ``at``: the last write before commit
+        (:func:`ledger.stores.events.seal`)."""
+        ...
+
     def translate(self, error: SQLAlchemyError) -> LedgerError:
         """Map a driver error to the ledger's error root."""
         ...
@@ -125,10 +131,10 @@ class Dialect(Protocol):
         """
         ...
 
-    # ``memo`` (a BalanceMemo): see there. A dialect under which no other writer can change a
-    # balance before commit (SQLite's one writer) may answer from it, and must then keep it
-    # current with what it writes; one whose reads lock or whose debits are conditional in the
-    # database (Postgres) ignores it.
+    # ``memo`` (a BalanceMemo): see there. A dialect may answer from it only for balances no
+    # other writer can change before commit (all of them under SQLite's one writer; on Postgres
+    # those this transaction has locked), and must then keep it current with what it writes,
+    # or forget what it cannot follow.
 
     def debit_balances(
         self,
@@ -168,6 +174,18 @@ class Dialect(Protocol):
     ) -> dict[tuple[str, str], int]:
         """The balances of the ``(name, currency)`` accounts that exist, locked against every
         other writer until commit (so the running balances computed from them stay exact)."""
+        ...
+
+    def bets_and_balances(
+        self,
+        connection: Connection,
+        uids: Sequence[int],
+        keys: Sequence[tuple[str, str]],
+        memo: BalanceMemo | None = None,
+    ) -> tuple[list[Any], dict[tuple[str, str], int]]:
+        """The bet rows among ``uids`` (as :meth:`select_bets`) and the balances of the ``keys``
+        accounts that exist, locked as :meth:`lock_balances` locks them and remembered in
+        ``memo``: a Place Bet's decision, whose writes follow in the same transaction."""
         ...
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:

@@ -33,7 +33,7 @@ from ..events import ROW_COLUMNS, EventRow
 from .dialect import Dialect
 from .schema import event_commits, event_counter, events, webhook_cursors
 
-__all__ = ["append", "last_id", "list_events", "prune", "seal"]
+__all__ = ["append", "last_id", "list_events", "prune", "seal", "seal_in_steps"]
 
 COLUMNS = ("grp", "ordinal", *ROW_COLUMNS)
 
@@ -54,16 +54,23 @@ def append(
     )
 
 
-def seal(connection: Connection, dialect: Dialect, grp: int, count: int) -> int:
-    """Give the ``count`` events of ``grp`` their ids; the last statement before commit.
-
-    Answers the first id. Plain SQL, not SQLAlchemy Core: it runs once per commit, and
-    building two Core statements cost more than the database's work (a third of the feed's
-    CPU on one-entry Place Bets, measured with benchmarks/write_path_cpu.py).
-    """
+def seal(connection: Connection, dialect: Dialect, grp: int, count: int) -> None:
+    """Give the ``count`` events of ``grp`` their ids; the last statement before commit."""
     # Deferred checks first: the counter's lock below is held until commit, and a huge settle's
     # checks must not run while every other writer with events waits on it.
     dialect.check_deferred(connection)
+    dialect.seal_events(connection, grp, count, datetime.now(UTC))
+
+
+def seal_in_steps(
+    connection: Connection, dialect: Dialect, grp: int, count: int, at: datetime
+) -> None:
+    """:meth:`~ledger.stores.dialect.Dialect.seal_events` as two statements, the counter's new
+    value read back in between (SQLite, whose SQL has no write inside a query). Plain SQL, not
+    SQLAlchemy Core: it runs once per commit, and building two Core statements cost more than
+    the database's work (a third of the feed's CPU on one-entry Place Bets, measured with
+    benchmarks/write_path_cpu.py).
+    """
     # The driver's placeholder: qmark on sqlite3, format on psycopg.
     mark = "?" if connection.dialect.paramstyle == "qmark" else "%s"
     # All of it fetched: a RETURNING statement stepped only once would still be running.
@@ -75,14 +82,12 @@ def seal(connection: Connection, dialect: Dialect, grp: int, count: int) -> int:
         last = count
         connection.execute(insert(event_counter).values(id=1, last_id=last))
     first = int(last) - count + 1
-    # Through the dialect's bulk insert: on Postgres it goes with the COMMIT that follows.
     dialect.insert_rows(
         connection,
         event_commits,
         _COMMIT_COLUMNS,
-        [(grp, first, int(last), dialect.timestamp(datetime.now(UTC)))],
+        [(grp, first, int(last), dialect.timestamp(at))],
     )
-    return first
 
 
 def slowest_cursor(connection: Connection) -> tuple[str, int] | None:

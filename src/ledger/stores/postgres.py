@@ -48,7 +48,7 @@ from .base import Retry
 from .dialect import BalanceMemo
 from .migrations import current_revision, head_revision
 from .queries import BET_SELECT
-from .schema import Amount
+from .schema import CAPACITY, Amount
 from .sql import SqlStore
 
 __all__ = ["PostgresDialect", "PostgresStore", "connection_url", "normalize_url"]
@@ -286,6 +286,11 @@ class PostgresDialect:
     def allocate_event_group(self, connection: Connection) -> int:
         return self._ids["event_groups"].take(connection, 1)[0]
 
+    def seal_events(self, connection: Connection, grp: int, count: int, at: datetime) -> None:
+        # One statement, nothing read back: queued, it goes with the COMMIT that follows, one
+        # round trip for both (the counter's lock is then held for no more than the commit).
+        _defer(connection, _SEAL, (count, grp, count, at))
+
     def send_queued(self, connection: Connection) -> None:
         _run(connection, None, None)
 
@@ -304,12 +309,19 @@ class PostgresDialect:
         sql = _insert_sql(table, tuple(columns), ignore_conflicts, upsert)
         for start in range(0, len(rows), BULK_ROWS):
             chunk = rows[start : start + BULK_ROWS]
-            arrays = tuple(list(column) for column in zip(*chunk, strict=True))
+            arrays = _columns(chunk)
             if len(chunk) <= DEFERRED_ROWS:
                 # Nothing reads its outcome: sent with the next statement that needs an answer.
                 _defer(connection, sql, arrays)
             else:
                 _run(connection, sql, arrays)
+
+    # The memo (ledger.stores.dialect.BalanceMemo) holds, on Postgres, only balances this
+    # transaction has locked (lock_balances, bets_and_balances, the upsert's RETURNING) and
+    # kept current since: no other writer can change them before commit. When it knows every
+    # account a write touches, the write needs no answer from the database and is queued with
+    # the next statement that does (one round trip a batch for all of a group's writes);
+    # otherwise it is the statement it always was, and the memo forgets what it cannot follow.
 
     def debit_balances(
         self,
@@ -317,9 +329,9 @@ class PostgresDialect:
         rows: Sequence[tuple[int, str, str]],
         memo: BalanceMemo | None = None,
     ) -> int:
-        # The memo is never read here (nor below): other writers commit meanwhile, so a balance
-        # is only known under the row lock each of these statements takes, and the debit stays
-        # a conditional UPDATE in the database.
+        if rows and _knows(memo, [(name, currency) for _, name, currency in rows]):
+            assert memo is not None
+            return _debit_locked(connection, rows, memo)
         changed = 0
         for start in range(0, len(rows), BULK_ROWS):
             chunk = rows[start : start + BULK_ROWS]
@@ -328,10 +340,13 @@ class PostgresDialect:
                 "UPDATE accounts a SET balance = a.balance + v.delta "
                 "FROM unnest(%b::numeric[], %b::text[], %b::text[]) AS v(delta, name, currency) "
                 "WHERE a.name = v.name AND a.currency = v.currency AND a.balance + v.delta >= 0",
-                tuple(list(column) for column in zip(*chunk, strict=True)),
+                _columns(chunk),
                 lookup=True,
             )
             changed += int(result.rowcount)
+        if memo is not None:
+            for _, name, currency in rows:
+                memo.pop((name, currency), None)
         return changed
 
     def upsert_balances(
@@ -340,6 +355,9 @@ class PostgresDialect:
         rows: Sequence[tuple[str, str, str, int]],
         memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
+        if rows and _knows(memo, [(name, currency) for name, currency, _, _ in rows]):
+            assert memo is not None
+            return _credit_locked(connection, rows, memo)
         after: dict[tuple[str, str], int] = {}
         for start in range(0, len(rows), BULK_ROWS):
             chunk = rows[start : start + BULK_ROWS]
@@ -352,10 +370,12 @@ class PostgresDialect:
                 "ON CONFLICT (name, currency) DO UPDATE "
                 "SET balance = accounts.balance + excluded.balance "
                 "RETURNING name, currency, balance",
-                tuple(list(column) for column in zip(*chunk, strict=True)),
+                _columns(chunk),
             )
             for name, currency, balance in result.fetchall():
                 after[(name, currency)] = int(balance)
+        if memo is not None:
+            memo.update(after)
         return after
 
     def read_balances(
@@ -372,8 +392,37 @@ class PostgresDialect:
         keys: Sequence[tuple[str, str]],
         memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
+        if keys and _knows(memo, keys):
+            assert memo is not None
+            return _remembered(memo, keys)
         # Locked in key order, like every other writer's: no deadlock between two of them.
-        return _balances(connection, keys, " ORDER BY a.name, a.currency FOR UPDATE OF a")
+        found = _balances(connection, keys, _LOCKING)
+        if memo is not None:
+            memo.update((key, found.get(key)) for key in keys)
+        return found
+
+    def bets_and_balances(
+        self,
+        connection: Connection,
+        uids: Sequence[int],
+        keys: Sequence[tuple[str, str]],
+        memo: BalanceMemo | None = None,
+    ) -> tuple[list[Any], dict[tuple[str, str], int]]:
+        # The accounts locked first, then the bets read. In that order: a statement sees what
+        # committed before it began, so a concurrent writer of the same request, whose commit
+        # the lock waited for, has its bets seen here and the request is answered as the
+        # repeat it is, never refused for the funds the first one spent.
+        if len(uids) > BULK_ROWS or len(keys) > BULK_ROWS or not keys:
+            balances = self.lock_balances(connection, keys, memo)
+            return list(self.select_bets(connection, uids)), balances
+        # One round trip, with whatever is queued (and the transaction's BEGIN).
+        locked, found = _run_many(
+            connection, [(_BALANCES + _LOCKING, _columns(keys)), (_BETS, (list(uids),))]
+        )
+        balances = {(name, currency): int(balance) for name, currency, balance in locked}
+        if memo is not None:
+            memo.update((key, balances.get(key)) for key in keys)
+        return found.fetchall(), balances
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         changed = 0
@@ -385,7 +434,7 @@ class PostgresDialect:
                 "FROM unnest(%s::text[], %s::numeric[], %s::text[], %s::timestamptz[], "
                 "%s::bigint[]) AS v(state, payout, payout_currency, closed_at, uid) "
                 "WHERE b.uid = v.uid AND b.state = 'placed'",
-                tuple(list(column) for column in zip(*chunk, strict=True)),
+                _columns(chunk),
             )
             changed += int(result.rowcount)
             _defer(
@@ -396,10 +445,9 @@ class PostgresDialect:
         return changed
 
     def select_bets(self, connection: Connection, uids: Sequence[int]) -> Iterator[Any]:
-        sql = f"SELECT {BET_SELECT} FROM bets WHERE uid = ANY(%b::bigint[])"  # noqa: S608
         for start in range(0, len(uids), BULK_ROWS):
             chunk = list(uids[start : start + BULK_ROWS])
-            yield from _run(connection, sql, (chunk,), lookup=True).fetchall()
+            yield from _run(connection, _BETS, (chunk,), lookup=True).fetchall()
 
     def timestamp(self, moment: datetime) -> Any:
         return moment
@@ -539,7 +587,8 @@ class PostgresDialect:
 DEFERRED_ROWS = 1_000  # larger bulk inserts go at once: their arrays are not kept waiting
 _PENDING = "ledger.pending"  # the queue, in the pooled connection's info dictionary
 
-_Queue = list[tuple[str, Any]]
+# Each queued statement with psycopg's ``prepare`` (False: a lookup, see _run).
+_Queue = list[tuple[str, Any, bool | None]]
 
 
 def _queue(connection: Connection) -> _Queue:
@@ -547,8 +596,8 @@ def _queue(connection: Connection) -> _Queue:
     return pending
 
 
-def _defer(connection: Connection, sql: str, params: Any) -> None:
-    _queue(connection).append((sql, params))
+def _defer(connection: Connection, sql: str, params: Any, *, lookup: bool = False) -> None:
+    _queue(connection).append((sql, params, False if lookup else None))
 
 
 def _run(connection: Connection, sql: str | None, params: Any, *, lookup: bool = False) -> Any:
@@ -579,6 +628,23 @@ def _run(connection: Connection, sql: str | None, params: Any, *, lookup: bool =
         raise DBAPIError.instance(sql, params, error, psycopg.Error) from error
 
 
+def _run_many(connection: Connection, statements: Sequence[tuple[str, Any]]) -> list[Any]:
+    """Send the queued statements, then each of ``statements`` (lookups, see :func:`_run`), in
+    one round trip; their cursors, in order."""
+    driver = connection.connection.driver_connection
+    assert driver is not None
+    try:
+        cursors = []
+        with _pipeline(connection, driver, connection.info.get(_PENDING) or []):
+            for sql, params in statements:
+                cursor = driver.cursor()
+                cursor.execute(sql, params, prepare=False)
+                cursors.append(cursor)
+        return cursors
+    except psycopg.Error as error:
+        raise DBAPIError.instance(statements[0][0], None, error, psycopg.Error) from error
+
+
 @contextlib.contextmanager
 def _pipeline(connection: Connection, driver: Any, pending: _Queue) -> Iterator[None]:
     """A pipeline that sends ``pending`` first; leaving it waits for every result and raises
@@ -586,8 +652,8 @@ def _pipeline(connection: Connection, driver: Any, pending: _Queue) -> Iterator[
     connection.info[_PENDING] = []
     queued = driver.cursor()
     with driver.pipeline():
-        for statement, values in pending:
-            queued.execute(statement, values)
+        for statement, values, prepare in pending:
+            queued.execute(statement, values, prepare=prepare)
         yield
     queued.close()
 
@@ -655,6 +721,43 @@ def _insert_sql(
     return sql
 
 
+_BETS = f"SELECT {BET_SELECT} FROM bets WHERE uid = ANY(%b::bigint[])"  # noqa: S608
+_BALANCES = (
+    "SELECT a.name, a.currency, a.balance FROM accounts a "
+    "JOIN unnest(%b::text[], %b::text[]) AS v(name, currency) "
+    "ON a.name = v.name AND a.currency = v.currency"
+)
+_LOCKING = " ORDER BY a.name, a.currency FOR UPDATE OF a"
+# Adds each delta: with the rows locked the result is what the memo says, and were it not, the
+# balance would still be right (only a posting's running balance wrong, which the audit finds);
+# the accounts_no_overdraft CHECK still refuses a user balance below zero.
+_ADD = (
+    "UPDATE accounts a SET balance = a.balance + v.delta "
+    "FROM unnest(%b::numeric[], %b::text[], %b::text[]) AS v(delta, name, currency) "
+    "WHERE a.name = v.name AND a.currency = v.currency"
+)
+# No ON CONFLICT: an account known missing under this transaction's lock that another writer
+# created meanwhile fails here on its key (a Retry, which reads it again), never added to.
+_CREATE = (
+    "INSERT INTO accounts (name, currency, kind, balance) "
+    "SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::numeric[])"
+)
+# The event feed's seal (ledger.stores.events) in one statement: the counter's row updated
+# (created by the first writer of a schema made without it), its new value giving the group's
+# ids. Parameters: count, grp, count, committed_at.
+_SEAL = (
+    "WITH taken AS (INSERT INTO event_counter (id, last_id) VALUES (1, %s) "
+    "ON CONFLICT (id) DO UPDATE SET last_id = event_counter.last_id + excluded.last_id "
+    "RETURNING last_id) "
+    "INSERT INTO event_commits (grp, first_id, last_id, committed_at) "
+    "SELECT %s, last_id - %s + 1, last_id, %s FROM taken"
+)
+
+
+def _columns(rows: Sequence[tuple[Any, ...]]) -> tuple[list[Any], ...]:
+    return tuple(list(column) for column in zip(*rows, strict=True))
+
+
 def _balances(
     connection: Connection, keys: Sequence[tuple[str, str]], locking: str
 ) -> dict[tuple[str, str], int]:
@@ -663,17 +766,68 @@ def _balances(
     found: dict[tuple[str, str], int] = {}
     for start in range(0, len(keys), BULK_ROWS):
         chunk = keys[start : start + BULK_ROWS]
-        result = _run(
-            connection,
-            "SELECT a.name, a.currency, a.balance FROM accounts a "  # noqa: S608 - fixed clauses
-            "JOIN unnest(%b::text[], %b::text[]) AS v(name, currency) "
-            f"ON a.name = v.name AND a.currency = v.currency{locking}",
-            tuple(list(column) for column in zip(*chunk, strict=True)),
-            lookup=True,
-        )
+        result = _run(connection, _BALANCES + locking, _columns(chunk), lookup=True)
         for name, currency, balance in result.fetchall():
             found[(name, currency)] = int(balance)
     return found
+
+
+def _knows(memo: BalanceMemo | None, keys: Iterable[tuple[str, str]]) -> bool:
+    return memo is not None and all(key in memo for key in keys)
+
+
+def _remembered(memo: BalanceMemo, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    known = {}
+    for key in keys:
+        balance = memo[key]
+        if balance is not None:
+            known[key] = balance
+    return known
+
+
+def _credit_locked(
+    connection: Connection, rows: Sequence[tuple[str, str, str, int]], memo: BalanceMemo
+) -> dict[tuple[str, str], int]:
+    """upsert_balances of accounts whose balances this transaction holds locked (``memo``):
+    the balances it leaves computed here, the writes queued."""
+    after: dict[tuple[str, str], int] = {}
+    added, created = [], []
+    for name, currency, kind, delta in rows:
+        before = memo[(name, currency)]
+        balance = (before or 0) + delta
+        if not -CAPACITY <= balance <= CAPACITY:
+            # Before anything of post() is written, as on SQLite.
+            raise CapacityExceeded(
+                f"{name} {currency}: a balance beyond the {len(str(CAPACITY))} digits a store holds"
+            )
+        after[(name, currency)] = balance
+        if before is None:
+            created.append((name, currency, kind, delta))
+        else:
+            added.append((delta, name, currency))
+    if added:
+        _defer(connection, _ADD, _columns(added), lookup=True)
+    if created:
+        _defer(connection, _CREATE, _columns(created))
+    memo.update(after)
+    return after
+
+
+def _debit_locked(
+    connection: Connection, rows: Sequence[tuple[int, str, str]], memo: BalanceMemo
+) -> int:
+    """debit_balances of accounts whose balances this transaction holds locked (``memo``):
+    all of them queued, or (one would go below zero, or does not exist) none, and how many
+    could have been."""
+    after: dict[tuple[str, str], int] = {}
+    for delta, name, currency in rows:
+        balance = memo[(name, currency)]
+        if balance is not None and balance + delta >= 0:
+            after[(name, currency)] = balance + delta
+    if len(after) == len(rows):
+        _defer(connection, _ADD, _columns(rows), lookup=True)
+        memo.update(after)
+    return len(after)
 
 
 class _IdBlock:

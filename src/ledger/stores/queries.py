@@ -57,7 +57,7 @@ from .base import (
     StaleRule,
     StatementRow,
 )
-from .dialect import Dialect
+from .dialect import BalanceMemo, Dialect
 from .schema import accounts, bets, from_stored, open_bets, postings, tournaments, transactions
 
 __all__ = [
@@ -132,6 +132,19 @@ def get_bets(connection: Connection, dialect: Dialect, uids: Sequence[int]) -> d
     """The recorded bets among ``uids``."""
     rows = dialect.select_bets(connection, sorted(set(uids)))
     return {row[0]: _bet_from_row(row) for row in rows}
+
+
+def bets_and_balances(
+    connection: Connection,
+    dialect: Dialect,
+    uids: Sequence[int],
+    keys: Collection[tuple[str, str]],
+    memo: BalanceMemo,
+) -> tuple[dict[int, Bet], dict[tuple[str, str], int]]:
+    """The recorded bets among ``uids`` and the balances of the ``keys`` accounts that exist,
+    held for this transaction's writes (:meth:`.Dialect.bets_and_balances`)."""
+    rows, balances = dialect.bets_and_balances(connection, sorted(set(uids)), sorted(keys), memo)
+    return {row[0]: _bet_from_row(row) for row in rows}, balances
 
 
 def get_transaction(connection: Connection, key: str) -> Transaction | None:

@@ -230,6 +230,17 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             return queries.get_bets(self._conn, self._dialect, uids)
 
+    def bets_and_balances(
+        self,
+        uids: Sequence[int],
+        debited: Collection[tuple[str, str]],
+        credited: Collection[tuple[str, str]],
+    ) -> tuple[dict[int, Bet], dict[tuple[str, str], int]]:
+        with self._store.translate_errors():
+            return queries.bets_and_balances(
+                self._conn, self._dialect, uids, set(debited) | set(credited), self._balances
+            )
+
     def add_bets(self, new_bets: Sequence[Bet]) -> None:
         if not new_bets:
             return
@@ -507,11 +518,6 @@ class SqlUnitOfWork:
     def account_balances(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
         with self._store.translate_errors():
             return self._dialect.read_balances(self._conn, keys, self._balances)
-
-    @property
-    def remembers_balances(self) -> bool:
-        # The dialect answers from the memo where one writer holds the database (SQLite).
-        return self._store.single_writer
 
     def bet_times(self, uid: int) -> tuple[datetime, datetime | None] | None:
         query = select(bets.c.placed_at, bets.c.closed_at).where(bets.c.uid == uid)

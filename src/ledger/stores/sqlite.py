@@ -57,6 +57,7 @@ from ..errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
+from . import events as feed
 from .base import Retry
 from .dialect import BalanceMemo
 from .queries import BET_SELECT
@@ -282,6 +283,9 @@ class SqliteDialect:
         last = _run(connection, "SELECT max(grp) FROM event_commits").fetchone()[0]
         return int(last or 0) + 1
 
+    def seal_events(self, connection: Connection, grp: int, count: int, at: datetime) -> None:
+        feed.seal_in_steps(connection, self, grp, count, at)
+
     def timestamp(self, moment: datetime) -> Any:
         # The text form SQLAlchemy's SQLite DateTime type reads back (UTC, no zone suffix): the
         # wall clock to the microsecond, as isoformat spells it up to its offset. Half the CPU
@@ -398,6 +402,16 @@ class SqliteDialect:
     ) -> dict[tuple[str, str], int]:
         # BEGIN IMMEDIATE already made this the only writer: a plain read is locked enough.
         return _balances(connection, keys, memo)
+
+    def bets_and_balances(
+        self,
+        connection: Connection,
+        uids: Sequence[int],
+        keys: Sequence[tuple[str, str]],
+        memo: BalanceMemo | None = None,
+    ) -> tuple[list[Any], dict[tuple[str, str], int]]:
+        # BEGIN IMMEDIATE already made this the only writer: plain reads, remembered.
+        return list(self.select_bets(connection, uids)), _balances(connection, keys, memo)
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         result = _run(
