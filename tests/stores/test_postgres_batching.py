@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal as D
 from typing import Any
 
@@ -460,3 +461,24 @@ def test_writes_of_locked_balances_are_queued_and_never_prepared(pg_book: ledger
         uow.commit()
     assert balance(pg_book, "u1") == (D("92.00"), D("0.00"))
     assert pg_book.check().ok
+
+
+def test_bulk_arrays_of_every_kind_reach_postgres_exactly_as_given(pg_book: ledger.Ledger) -> None:
+    now = datetime.now(UTC)
+    cases: list[tuple[str, list[Any]]] = [
+        ("text", postgres._Texts(["user:u1", "é ü 字", "", None, "a'b\"c,{}"])),
+        ("text", postgres._Texts(["only"])),
+        ("text", postgres._Texts([])),
+        ("bigint", postgres._Bigints([0, -1, 2**63 - 1, -(2**63) + 1])),
+        ("bigint", postgres._Bigints([1, None, 3])),
+        ("numeric", postgres._Numerics([0, -5, 10**37, -(10**38) + 1, None])),
+        ("timestamptz", postgres._Times([now, now, now])),
+        ("timestamptz", postgres._Times([now, now - timedelta(days=1), None])),
+    ]
+    with _store(pg_book).engine.connect() as connection:
+        driver = connection.connection.driver_connection
+        assert driver is not None
+        for kind, values in cases:
+            back = driver.execute(f"SELECT %b::{kind}[]", (values,)).fetchone()
+            assert back is not None
+            assert back[0] == list(values), kind
