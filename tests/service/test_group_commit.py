@@ -338,12 +338,13 @@ def test_on_postgres_a_head_run_failing_on_a_statement_still_queued_is_refused_a
     assert book.check().ok
 
 
-def test_on_postgres_a_head_command_failing_on_a_statement_still_queued_is_only_retried(
+def test_on_postgres_a_lone_command_failing_on_a_statement_held_for_the_commit_is_answered_once(
     pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A single Place Bet at the head of a batch: the failure surfaces as its scope closes,
-    # after the command itself returned. It is answered by its retry alone, never also as the
-    # success of the run that was rolled back.
+    # A single Place Bet, the whole batch: what Postgres holds back goes with the COMMIT, and
+    # the failure surfaces there, after the command itself returned. Nothing was committed:
+    # the batch is applied again, and the command is answered by that alone, never also as the
+    # success of the unit that was rolled back.
     book = pg_book
     group = group_of(book)
     real = PlaceBets.apply
@@ -357,8 +358,10 @@ def test_on_postgres_a_head_command_failing_on_a_statement_still_queued_is_only_
     monkeypatch.setattr(PlaceBets, "apply", queued_failure)
     [answer] = group.apply_now([book._place_command(P.place(P.entry(1, user="u1")))])
     assert failed == [1]
-    assert isinstance(answer, Future)
-    assert answer.result(10).placed == [1]
+    assert isinstance(answer, tuple)
+    ok, placed = answer
+    assert ok
+    assert placed.placed == [1]
     assert [b.to_dict() for b in book.balance("u1")] == [
         {"currency": "EUR", "available": "39.00", "held": "11.00"}
     ]

@@ -348,7 +348,7 @@ def test_a_connection_lost_while_a_huge_close_is_staged_answers_503_and_writes_n
     assert pg_book.settle(body).closed == [1, 2, 3, 4]
 
 
-def test_a_group_of_place_bets_reaches_postgres_in_three_round_trips(
+def test_a_batch_of_place_bets_reaches_postgres_in_two_round_trips(
     pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pg_book.deposit("u1", "EUR", "100.00", reference="seed")
@@ -373,8 +373,9 @@ def test_a_group_of_place_bets_reaches_postgres_in_three_round_trips(
     group = pg_book.writer
     assert isinstance(group, writer.GroupCommit)
     answers = group.apply_now(commands)
-    # Its reads (the accounts locked, the bets), its writes, its commit: one round trip each.
-    assert sent == ["pipeline"] * 3
+    # Its reads (the accounts locked, the bets); its writes with the commit. The pool pinged
+    # nothing: its connection was used moments ago.
+    assert sent == ["pipeline"] * 2
     assert [answer[0] for answer in answers if isinstance(answer, tuple)] == [True] * 10
     report = pg_book.check()
     assert report.ok, report.problems
@@ -482,3 +483,109 @@ def test_bulk_arrays_of_every_kind_reach_postgres_exactly_as_given(pg_book: ledg
             back = driver.execute(f"SELECT %b::{kind}[]", (values,)).fetchone()
             assert back is not None
             assert back[0] == list(values), kind
+
+
+def _backend(store: PostgresStore) -> int:
+    with store.engine.connect() as connection:
+        return int(connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+
+
+def _terminate_all(store: PostgresStore) -> None:
+    """End every server process of the store's database: all its pooled connections are dead."""
+    other = PostgresStore(store.url)
+    try:
+        with other.engine.connect() as connection:
+            connection.exec_driver_sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+    finally:
+        other.close()
+
+
+def test_a_pooled_connection_is_pinged_only_after_sitting_idle(
+    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(pg_book)
+    pings: list[object] = []
+    ping = store.engine.dialect.do_ping
+
+    def counted(dbapi_connection: Any) -> bool:
+        pings.append(dbapi_connection)
+        return bool(ping(dbapi_connection))
+
+    monkeypatch.setattr(store.engine.dialect, "do_ping", counted)
+    monkeypatch.setattr(postgres, "PING_IDLE", 60.0)
+    for _ in range(3):
+        _backend(store)
+    assert pings == []  # used moments ago: alive, or its first statement says otherwise
+    monkeypatch.setattr(postgres, "PING_IDLE", 0.0)
+    _backend(store)
+    assert len(pings) == 1
+
+
+def test_an_idle_pooled_connection_whose_server_went_away_is_replaced_before_use(
+    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(pg_book)
+    gone = _backend(store)
+    _terminate_all(store)
+    monkeypatch.setattr(postgres, "PING_IDLE", 0.0)  # they have sat idle
+    assert _backend(store) != gone  # no error: the ping found it dead, a new one was used
+    pg_book.deposit("u1", "EUR", "1.00", reference="after")
+    assert balance(pg_book, "u1") == (D("1.00"), D("0.00"))
+
+
+def test_a_busy_pooled_connection_whose_server_went_away_fails_one_unit_then_the_pool_is_new(
+    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _store(pg_book)
+    _backend(store)
+    _terminate_all(store)
+    monkeypatch.setattr(postgres, "PING_IDLE", 60.0)  # every pooled connection used moments ago
+    # Not pinged: its first statement fails, retryable for the platform.
+    with pytest.raises(ledger.StoreUnavailable):
+        pg_book.deposit("u1", "EUR", "1.00", reference="lost")
+    pg_book.deposit("u1", "EUR", "1.00", reference="lost")  # the re-send
+    assert balance(pg_book, "u1") == (D("1.00"), D("0.00"))
+
+
+def test_a_batch_whose_writes_are_refused_at_commit_is_applied_again_telling_whose_failure(
+    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pg_book.deposit("u1", "EUR", "100.00", reference="seed")
+    pg_book.deposit("u2", "EUR", "100.00", reference="seed-2")
+    commands = [pg_book._place_command(P.place(P.entry(uid))) for uid in (1, 2, 3)]
+    decided = writer.PlaceBets.apply_group
+    units: list[bool] = []
+    first_unit = writer.GroupCommit._first_unit
+
+    def counted(self: Any, *args: Any, flush: bool) -> Any:
+        if self is group:
+            units.append(flush)
+        return first_unit(self, *args, flush=flush)
+
+    def decided_then_raced(uow: Any, group: Any) -> Any:
+        outcomes = decided(uow, group)
+        if len(units) == 1:
+            # Another process places bet 2 for another user after this batch read the bets:
+            # this batch's insert of bet 2, held back for the commit, fails there.
+            with ledger.open_ledger(_store(pg_book).url) as other:
+                other.place_bets(P.place(P.entry(2, user="u2")))
+        return outcomes
+
+    group = pg_book.writer
+    assert isinstance(group, writer.GroupCommit)
+    monkeypatch.setattr(writer.GroupCommit, "_first_unit", counted)
+    monkeypatch.setattr(writer.PlaceBets, "apply_group", staticmethod(decided_then_raced))
+    answers = group.apply_now(commands)
+    assert units == [False, True]  # refused at commit, then applied again, flushing
+    oks = [answer[0] if isinstance(answer, tuple) else None for answer in answers]
+    assert oks == [True, False, True]  # bet 2 is u2's: u1's request for it is refused alone
+    assert isinstance(answers[1], tuple)
+    assert isinstance(answers[1][1], LedgerError)
+    assert balance(pg_book, "u1") == (D("78.00"), D("22.00"))
+    assert balance(pg_book, "u2") == (D("89.00"), D("11.00"))
+    report = pg_book.check()
+    assert report.ok, report.problems
+    assert report.bets == 3
