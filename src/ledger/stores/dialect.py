@@ -22,13 +22,23 @@ from sqlalchemy.sql import ColumnElement
 
 from ..errors import LedgerError
 
-__all__ = ["BalanceMemo", "Dialect"]
+__all__ = ["BalanceMemo", "Dialect", "remembered"]
 
 # What one transaction has read or written of account balances, by ``(name, currency)``:
 # ``None`` for an account known not to exist. The unit of work keeps one and forgets it whenever
 # it may no longer hold: a savepoint rolled back, an error in a write, a set-based close (which
 # writes balances in SQL), the commit.
 BalanceMemo = dict[tuple[str, str], int | None]
+
+
+def remembered(memo: BalanceMemo, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The balances ``memo`` holds for ``keys`` (all in it), of the accounts that exist."""
+    known = {}
+    for key in keys:
+        balance = memo[key]
+        if balance is not None:
+            known[key] = balance
+    return known
 
 
 class Dialect(Protocol):

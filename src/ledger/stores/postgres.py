@@ -47,7 +47,7 @@ from ..errors import (
     UnbalancedTransaction,
 )
 from .base import Retry
-from .dialect import BalanceMemo
+from .dialect import BalanceMemo, remembered
 from .migrations import current_revision, head_revision
 from .queries import BET_SELECT
 from .schema import CAPACITY, Amount
@@ -240,7 +240,7 @@ class PostgresStore(SqlStore):
             f"-c statement_timeout={int(statement_timeout * 1000)}"
         )
         # Across a failover: a pooled connection that sat idle is pinged before use and replaced
-        # if its host went away (_ping_if_idle), and SQLAlchemy invalidates the whole pool on the
+        # if its host went away (_pinger), and SQLAlchemy invalidates the whole pool on the
         # first disconnect error it sees, so that no connection to the old primary is handed
         # out again; new ones go where libpq finds a host (see connection_url).
         engine = create_engine(
@@ -439,7 +439,7 @@ class PostgresDialect:
     ) -> dict[tuple[str, str], int]:
         if keys and _knows(memo, keys):
             assert memo is not None
-            return _remembered(memo, keys)
+            return remembered(memo, keys)
         # Locked in key order, like every other writer's: no deadlock between two of them.
         found = _balances(connection, keys, _LOCKING)
         if memo is not None:
@@ -869,15 +869,6 @@ def _balances(
 
 def _knows(memo: BalanceMemo | None, keys: Iterable[tuple[str, str]]) -> bool:
     return memo is not None and all(key in memo for key in keys)
-
-
-def _remembered(memo: BalanceMemo, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
-    known = {}
-    for key in keys:
-        balance = memo[key]
-        if balance is not None:
-            known[key] = balance
-    return known
 
 
 def _credit_locked(

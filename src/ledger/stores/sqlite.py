@@ -59,7 +59,7 @@ from ..errors import (
 )
 from . import events as feed
 from .base import Retry
-from .dialect import BalanceMemo
+from .dialect import BalanceMemo, remembered
 from .queries import BET_SELECT
 from .schema import CAPACITY, INT64_MAX, Amount, from_stored, to_stored
 from .sql import SqlStore
@@ -710,12 +710,7 @@ def _balances(
         found = _read_balances(connection, missing)
         for key in missing:
             memo[key] = found.get(key)
-    known = {}
-    for key in keys:
-        balance = memo[key]
-        if balance is not None:
-            known[key] = balance
-    return known
+    return remembered(memo, keys)
 
 
 def _read_balances(
