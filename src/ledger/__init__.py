@@ -12,8 +12,9 @@ Embed it::
 
 from __future__ import annotations
 
-from .contract import PlaceBetsRequest, RefundRequest, SettleRequest, parse_json
-from .currencies import CurrencyTable
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     BetAlreadyRefunded,
     BetAlreadySettled,
@@ -33,9 +34,46 @@ from .errors import (
     Unauthorized,
     UnknownCurrency,
 )
-from .service import ClosedBets, Ledger, PlacedBets, open_ledger
-from .stores import CheckReport
-from .views import Balance, BetView, Movement, PoolReport, StatementLine
+
+if TYPE_CHECKING:
+    from .contract import PlaceBetsRequest, RefundRequest, SettleRequest, parse_json
+    from .currencies import CurrencyTable
+    from .service import ClosedBets, Ledger, PlacedBets, open_ledger
+    from .stores import CheckReport
+    from .views import Balance, BetView, Movement, PoolReport, StatementLine
+
+# The rest of the public API, each name imported from its module when first used: `import ledger`
+# alone (as every `ledger` command does) then costs no SQLAlchemy, msgspec or iso4217 import.
+_LAZY = {
+    "PlaceBetsRequest": "contract",
+    "RefundRequest": "contract",
+    "SettleRequest": "contract",
+    "parse_json": "contract",
+    "CurrencyTable": "currencies",
+    "ClosedBets": "service",
+    "Ledger": "service",
+    "PlacedBets": "service",
+    "open_ledger": "service",
+    "CheckReport": "stores",
+    "Balance": "views",
+    "BetView": "views",
+    "Movement": "views",
+    "PoolReport": "views",
+    "StatementLine": "views",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ledger' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "Balance",

@@ -18,6 +18,7 @@ live in :mod:`ledger.stores.operators`. :class:`Operators` joins the two for the
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
@@ -143,8 +144,13 @@ def verify_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(found, expected)
 
 
-# Checked when the name is unknown, so that a failed sign-in costs one hash either way.
-_DUMMY = hash_password("not a password of anyone", salt=b"\0" * 16)
+@functools.cache
+def _dummy_hash() -> str:
+    """Checked when the name is unknown, so that a failed sign-in costs one hash either way.
+
+    Made at the first sign-in, not at import: one scrypt is about half a second of CPU, which
+    every ``ledger`` command paid when this module was imported."""
+    return hash_password("not a password of anyone", salt=b"\0" * 16)
 
 
 def check_name(name: str) -> str:
@@ -277,7 +283,7 @@ class Operators:
             self.tables.close_session(token_hash(planted))
         now = self.now()
         found = self.tables.get(name) if _NAME.fullmatch(name or "") else None
-        good = verify_password(password, found.password_hash if found else _DUMMY)
+        good = verify_password(password, found.password_hash if found else _dummy_hash())
         reason = None
         if found is None:
             reason = "unknown_operator"

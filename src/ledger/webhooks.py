@@ -31,10 +31,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .events import TYPES, Event, event_dict
+from .events import TYPES, Event, EventPage, event_dict
 
 if TYPE_CHECKING:
-    from .service import Ledger
+    from .stores.base import Store
 
 __all__ = [
     "BATCH_HEADER",
@@ -377,6 +377,17 @@ class EndpointStatus:
         }
 
 
+class Feed(Protocol):
+    """What the sender and the statuses read of a ledger (:class:`ledger.service.Ledger`)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    def events(self, after: int, *, limit: int) -> EventPage: ...
+
+    def last_event_id(self) -> int: ...
+
+
 class _LedgerFeed:
     """:class:`EventSource` over a ledger's own feed (:meth:`ledger.service.Ledger.events`).
 
@@ -384,7 +395,7 @@ class _LedgerFeed:
     cursor past events it does not want (a feed filtered in SQL would not say how far it read).
     """
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Feed) -> None:
         self._ledger = ledger
 
     def read(self, after: int, limit: int) -> Sequence[Event]:
@@ -398,13 +409,13 @@ class _LedgerFeed:
         return event_dict(event)
 
 
-def ledger_feed(ledger: Ledger) -> EventSource:
+def ledger_feed(ledger: Feed) -> EventSource:
     """The ledger's own event feed, as the sender reads it."""
     return _LedgerFeed(ledger)
 
 
 def statuses(
-    ledger: Ledger, config: WebhookConfig, source: EventSource, now: datetime | None = None
+    ledger: Feed, config: WebhookConfig, source: EventSource, now: datetime | None = None
 ) -> list[EndpointStatus]:
     """Every configured endpoint's status, read from ``ledger``'s store and ``source``.
 

@@ -117,3 +117,16 @@ def test_the_place_bet_body_of_the_embedded_benchmarks_is_the_one_wrk_sends() ->
     template = "".join(piece for piece in call.split("'")[1::2])
     uid = 50_000_000_123
     assert run.place_bet_body(uid) == (template % (uid % run.USERS, uid, uid)).encode()
+
+
+def test_cli_start_compares_each_command_with_its_baseline(tmp_path: Path) -> None:
+    out = tmp_path / "cli.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "cli_start.py"), "--rounds", "1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(out.read_text())) == {"help", "balance"}
+    assert "ratio" in done.stdout

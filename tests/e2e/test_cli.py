@@ -3,9 +3,12 @@ examples, and errors and warnings in the project's words (``error: <key>: <messa
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import shlex
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -13,7 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 import ledger
-from ledger.cli import main
+from ledger.cli import COMMANDS, main
 from ledger.kit.ticket_api import ServerThread, TicketStore, create_ticket_app
 from support.httpkit import CLIENT, SECRET
 from support.payloads import entry, place
@@ -169,3 +172,47 @@ def test_ticket_errors_print_as_the_readme_shows(ticket_api: str) -> None:
     # The API's message (its translation key) first, then its descriptive error, as README says.
     assert line == "error: 422 tournament_ticket.due_at_in_past: dueAt must be in the future"
     assert f"`{line}`" in README.read_text()
+
+
+# --- a command imports what it runs ---------------------------------------------------------------
+
+
+def test_each_command_is_listed_with_its_own_short_help() -> None:
+    for name, where in COMMANDS.items():
+        command = getattr(importlib.import_module(where.module), where.attribute)
+        assert command.name == name
+        assert where.summary == command.get_short_help_str(10**6), name
+
+
+def test_listing_the_commands_imports_neither_a_command_nor_the_database_layer() -> None:
+    code = (
+        "import sys\n"
+        "from ledger.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(n for n in sys.modules if n.split('.')[0] in\n"
+        "    ('sqlalchemy', 'alembic', 'litestar', 'httpx', 'psycopg', 'msgspec')\n"
+        "    or n.startswith('ledger.cli.') and n != 'ledger.cli.common'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_read_command_imports_neither_alembic_nor_the_server(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'w.db'}"
+    assert run("deposit", "u1", "EUR", "5.00", "--db", db).exit_code == 0
+    code = (
+        "import sys\n"
+        "from ledger.cli import main\n"
+        "try:\n"
+        f"    main(['balance', 'u1', '--db', {db!r}])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted({n.split('.')[0] for n in sys.modules} & {'alembic', 'litestar', 'httpx'}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -73,7 +73,7 @@ def test_statement_shows_running_balances_and_exports_every_page_as_csv(
     assert page["next"] is not None
     rest = run("statement", "u1", "--json", "--before", page["next"], "--db", store_url)
     assert len(json.loads(rest.output)["lines"]) == 5
-    monkeypatch.setattr("ledger.cli.EXPORT_PAGE", 2)  # the export reads several pages
+    monkeypatch.setattr("ledger.cli.books.EXPORT_PAGE", 2)  # the export reads several pages
     exported = run("statement", "u1", "--csv", "--db", store_url)
     assert exported.exit_code == 0, exported.output
     rows = list(csv.DictReader(io.StringIO(exported.output)))

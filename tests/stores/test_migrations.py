@@ -14,10 +14,15 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.exc import DBAPIError
 
 import ledger
+from ledger.stores import revision
 from ledger.stores.migrations import current_revision, head_revision, upgrade
 from ledger.stores.postgres import normalize_url
 from ledger.stores.schema import POSTGRES_ONLY_TABLES, bets, metadata
 from ledger.stores.sqlite import SqliteStore
+
+
+def test_the_newest_migration_is_known_without_alembic_as_alembic_knows_it() -> None:
+    assert revision.head() == head_revision()
 
 
 def test_migrated_database_matches_the_schema_metadata(store_url: str) -> None:

@@ -36,9 +36,16 @@ def imports(name: str, path: Path) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
+            for alias in node.names:
+                # `from package import module` depends on that module; `from module import
+                # name`, on the module. (Either way the package's __init__ runs first, but
+                # that one only gathers names: it is no dependency of the module's.)
+                module = f"{base}.{alias.name}"
+                found.add(module if module in MODULES else base)
     return found
+
+
+MODULES = {name for name, _ in modules()}
 
 
 def within(module: str, package: str) -> bool:
@@ -90,3 +97,117 @@ def test_there_is_one_operator_module_and_one_commands_module() -> None:
     names = [name for name, _ in modules()]
     assert [name for name in names if name.endswith(".operator")] == ["ledger.http.operator"]
     assert [name for name in names if name.endswith(".commands")] == ["ledger.kit.commands"]
+
+
+# The layers, top first: a module imports only from its own layer and those below it. The cycle
+# test keeps each layer's own imports one-way.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("entry points", ("ledger", "ledger.__main__", "ledger.cli")),
+    ("conformance kit", ("ledger.kit",)),
+    ("HTTP server", ("ledger.http",)),
+    (
+        "use cases",
+        (
+            "ledger.service",
+            "ledger.settings",
+            "ledger.operators",
+            "ledger.views",
+            "ledger.writer",
+            "ledger.writer_process",
+            "ledger.reconcile",
+            "ledger.webhooks",
+        ),
+    ),
+    ("stores", ("ledger.stores",)),
+    (
+        "domain and values",
+        (
+            "ledger.contract",
+            "ledger.domain",
+            "ledger.deliveries",
+            "ledger.directory",
+            "ledger.events",
+            "ledger.money",
+            "ledger.currencies",
+            "ledger.paging",
+            "ledger.errors",
+            "ledger.tokens",
+            "ledger.logformat",
+            "ledger._process",
+        ),
+    ),
+]
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of ``module``'s layer (its longest matching name)."""
+    found = [
+        (len(name), index)
+        for index, (_, names) in enumerate(LAYERS)
+        for name in names
+        if within(module, name)
+    ]
+    # `ledger` itself is the package root only, not everything below it.
+    found = [item for item in found if item[0] > len("ledger") or module == "ledger"]
+    assert found, f"{module} is in no layer: add it to LAYERS"
+    return max(found)[1]
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every module of the package and the package's modules it imports (at any depth of its
+    code: inside functions and under TYPE_CHECKING too)."""
+    return {
+        name: {found for found in imports(name, path) if found in MODULES and found != name}
+        for name, path in modules()
+    }
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    for name in MODULES:
+        layer_of(name)
+
+
+def test_no_module_imports_from_a_layer_above_its_own() -> None:
+    upward = sorted(
+        f"{name} ({LAYERS[layer_of(name)][0]}) imports {found} ({LAYERS[layer_of(found)][0]})"
+        for name, found_all in module_graph().items()
+        for found in found_all
+        if layer_of(found) < layer_of(name)
+    )
+    assert upward == []
+
+
+def test_the_modules_import_each_other_without_a_cycle() -> None:
+    graph = module_graph()
+    cycles = []
+    # Tarjan's strongly connected components: any of more than one module is a cycle.
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+
+    def visit(name: str) -> None:
+        index[name] = low[name] = len(index)
+        stack.append(name)
+        on_stack.add(name)
+        for found in sorted(graph[name]):
+            if found not in index:
+                visit(found)
+                low[name] = min(low[name], low[found])
+            elif found in on_stack:
+                low[name] = min(low[name], index[found])
+        if low[name] == index[name]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == name:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    assert cycles == []

@@ -19,7 +19,7 @@ import math
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jwt
 
@@ -27,12 +27,18 @@ from ..errors import Forbidden, Unauthorized
 from ..settings import Network, Settings
 from ..tokens import sign_token
 
+if TYPE_CHECKING:
+    from litestar import Request
+
+    from .runtime import Runtime
+
 __all__ = [
     "Caller",
     "authenticate",
     "check_operator",
     "client_address",
     "mint_token",
+    "request_address",
     "require_address",
     "require_role",
 ]
@@ -285,3 +291,14 @@ def mint_token(
     return sign_token(
         secret, role=role, subject=subject, ttl=ttl, algorithm=algorithm, claims=extra
     )
+
+
+def request_address(request: Request[Any, Any, Any], runtime: Runtime) -> str | None:
+    """Where a request came from, trusted proxies applied (what the audit log records)."""
+    client = request.client
+    found = client_address(
+        client.host if client else None,
+        request.headers.get("x-forwarded-for"),
+        runtime.settings.trusted_proxies,
+    )
+    return str(found) if found else None

@@ -24,7 +24,7 @@ from ..paging import DEFAULT_LIMIT, EXPORT_PAGE, Page, csv_lines, every
 from ..service import Ledger
 from ..views import BET_COLUMNS, TOURNAMENT_COLUMNS, USER_COLUMNS
 from .openapi import operator_docs
-from .operator import _parse_id
+from .params import parse_id
 from .runtime import Runtime
 
 __all__ = ["directory_handlers"]
@@ -103,7 +103,7 @@ def directory_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
     async def tournament(
         uid: Annotated[str, PathParameter(description="pool.uid")],
     ) -> dict[str, Any]:
-        pool_uid = _parse_id(uid, "pool uid")
+        pool_uid = parse_id(uid, "pool uid")
         found = await runtime.call(lambda ledger: ledger.tournament(pool_uid))
         if found is None:
             raise TournamentNotFound(f"tournament {pool_uid} is unknown")

@@ -27,7 +27,7 @@ from ..events import page_dict, parse_after, parse_types, parse_wait
 from ..paging import DEFAULT_LIMIT
 from ..service import EVENT_POLL, EVENT_TICK
 from .openapi import operator_docs
-from .operator import _parse_id
+from .params import parse_id
 from .runtime import Runtime
 
 __all__ = ["events_handler"]
@@ -66,7 +66,7 @@ def events_handler(runtime: Runtime) -> HTTPRouteHandler:
     ) -> dict[str, Any]:
         """``{"events": [...], "next": <id>}``; read on with ``after`` set to ``next``."""
         start, seconds, wanted = parse_after(after), parse_wait(wait), parse_types(types)
-        size = DEFAULT_LIMIT if limit in (None, "") else _parse_id(limit, "limit")
+        size = DEFAULT_LIMIT if limit in (None, "") else parse_id(limit, "limit")
         ledger = await runtime.offload(runtime.ledger)
         deadline = anyio.current_time() + seconds
         while True:

@@ -30,7 +30,7 @@ from litestar.response import Stream
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import views
-from ..contract import check_id, parse_json
+from ..contract import parse_json
 from ..deliveries import DeliveryFilter
 from ..errors import BetNotFound, InvalidRequest, UserNotFound
 from ..paging import DEFAULT_LIMIT, EXPORT_PAGE, Page, csv_lines, every
@@ -42,6 +42,7 @@ from .callbacks import require_json
 from .console.audit import audit_answer
 from .logs import fingerprint, iso_utc
 from .openapi import OPERATOR_SECURITY, operator_docs
+from .params import parse_id
 from .runtime import Runtime
 
 __all__ = ["operator_router"]
@@ -196,7 +197,7 @@ def operator_router(runtime: Runtime) -> Router:
         ] = "json",
     ) -> Any:
         csv = _csv_format(format)
-        pool_uid = None if pool is None else _parse_id(pool, "pool")
+        pool_uid = None if pool is None else parse_id(pool, "pool")
 
         def read(ledger: Ledger, after: str | None, size: int) -> Page[HoldView]:
             return ledger.holds(
@@ -244,7 +245,7 @@ def operator_router(runtime: Runtime) -> Router:
         **operator_docs("request.invalid", "bet.not_found"),
     )
     async def bet(bet_uid: Annotated[str, PathParameter(description="bet.uid")]) -> dict[str, Any]:
-        uid = _parse_id(bet_uid, "bet_uid")
+        uid = parse_id(bet_uid, "bet_uid")
         found = await runtime.call(lambda ledger: ledger.bet(uid))
         if found is None:
             raise BetNotFound(f"bet {uid} is unknown", bet_uid=uid)
@@ -258,7 +259,7 @@ def operator_router(runtime: Runtime) -> Router:
     async def report(
         pool_uid: Annotated[str, PathParameter(description="pool.uid")],
     ) -> dict[str, Any]:
-        uid = _parse_id(pool_uid, "pool_uid")
+        uid = parse_id(pool_uid, "pool_uid")
         found = await runtime.call(lambda ledger: ledger.pool_report(uid))
         return found.to_dict()
 
@@ -317,7 +318,7 @@ def operator_router(runtime: Runtime) -> Router:
                 media_type="text/csv; charset=utf-8",
                 headers={"Content-Disposition": 'attachment; filename="deliveries.csv"'},
             )
-        size = DEFAULT_LIMIT if limit in (None, "") else _parse_id(limit, "limit")
+        size = DEFAULT_LIMIT if limit in (None, "") else parse_id(limit, "limit")
         page = await runtime.call(
             lambda ledger: ledger.deliveries(wanted, limit=size, before=before)
         )
@@ -569,12 +570,3 @@ def _csv_stream(
         media_type="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{filename}"'},
     )
-
-
-def _parse_id(text: str, name: str) -> int:
-    # A path segment is text; the id rule itself (64 bits, a 400 beyond) is the contract's.
-    try:
-        value = int(text)
-    except ValueError:
-        raise InvalidRequest(f"{name}: expected an integer, got {text!r}") from None
-    return check_id(value, name)

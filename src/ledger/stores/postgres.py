@@ -46,9 +46,9 @@ from ..errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
+from . import revision
 from .base import Retry
 from .dialect import BalanceMemo, remembered
-from .migrations import current_revision, head_revision
 from .queries import BET_SELECT
 from .schema import CAPACITY, Amount
 from .sql import SqlStore
@@ -277,11 +277,11 @@ class PostgresStore(SqlStore):
 
     def _require_schema(self) -> None:
         with self.translate_errors(), self.engine.connect() as connection:
-            current = current_revision(connection)
-        if current != head_revision():
+            current = revision.stored(connection)
+        if current != revision.head():
             raise SchemaNotReady(
                 f"the database schema is at {current or 'nothing'}, this code needs "
-                f"{head_revision()}: run `ledger db upgrade --db URL`"
+                f"{revision.head()}: run `ledger db upgrade --db URL`"
             )
 
 

@@ -26,7 +26,7 @@ from ..directory import Seen
 from ..domain import Bet, BetState, Transaction, account_kind
 from ..errors import CapacityExceeded, InsufficientFunds
 from ..events import EventRow
-from . import audit, closing, directory, queries
+from . import audit, closing, directory, queries, revision
 from . import deliveries as journal
 from . import events as feed
 from .base import (
@@ -103,9 +103,12 @@ class SqlStore:
         return None
 
     def migrate(self) -> None:
-        from .migrations import upgrade
-
         with self.translate_errors(), self.engine.begin() as connection:
+            if revision.stored(connection) == revision.head():
+                return
+            # Imported here: Alembic is needed only for an upgrade (ledger.stores.revision).
+            from .migrations import upgrade
+
             upgrade(connection)
 
     @contextlib.contextmanager

@@ -37,11 +37,11 @@ from ... import views
 from ...errors import Forbidden, InvalidRequest, LedgerError
 from ...operators import ACTIONS, ROLES, Operators, Session, SignInFailed
 from ...service import Ledger
-from ..auth import client_address
+from ..auth import request_address
 from ..runtime import Runtime
 from .books import Kit, books_handlers, overview_books
 
-__all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates", "request_address"]
+__all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates"]
 
 T = TypeVar("T")
 
@@ -86,17 +86,6 @@ class CsrfRefused(Forbidden):
 
 def console_templates() -> TemplateConfig[JinjaTemplateEngine]:
     return TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine)
-
-
-def request_address(request: Request[Any, Any, Any], runtime: Runtime) -> str | None:
-    """Where a request came from, trusted proxies applied (what the audit log records)."""
-    client = request.client
-    found = client_address(
-        client.host if client else None,
-        request.headers.get("x-forwarded-for"),
-        runtime.settings.trusted_proxies,
-    )
-    return str(found) if found else None
 
 
 def _cookie(request: Request[Any, Any, Any], key: str, value: str, max_age: int | None) -> Cookie:

@@ -14,9 +14,9 @@ from litestar.response import Stream
 from ...errors import InvalidRequest
 from ...operators import Operators
 from ...service import Ledger
+from ..auth import request_address
 from ..logs import fingerprint
 from ..runtime import Runtime
-from . import request_address
 
 __all__ = ["audit_answer"]
 

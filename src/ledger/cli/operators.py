@@ -13,11 +13,10 @@ import sys
 
 import click
 
-from .cli import db_option, emit, fail, opened
-from .errors import LedgerError
-from .operators import ACTIONS, ROLES, Operators
-
-__all__ = ["COMMANDS"]
+from ..errors import LedgerError
+from ..operators import ACTIONS, ROLES, Operators
+from .common import db_option, emit, fail
+from .opening import opened
 
 # Who the audit log says made a change from the command line (the OS user is added as detail).
 CLI = "cli"
@@ -150,6 +149,3 @@ def audit(
         )
     if page.next:
         click.echo(f"next: {page.next}")
-
-
-COMMANDS = [operators, audit]

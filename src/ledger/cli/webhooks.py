@@ -10,12 +10,11 @@ import os
 
 import click
 
-from .cli import db_option, emit, fail, opened
-from .errors import LedgerError
-from .stores.webhooks import WebhookTables
-from .webhooks import WebhookConfigError, ledger_feed, parse_config, statuses
-
-__all__ = ["COMMANDS"]
+from ..errors import LedgerError
+from ..stores.webhooks import WebhookTables
+from ..webhooks import WebhookConfigError, ledger_feed, parse_config, statuses
+from .common import db_option, emit, fail
+from .opening import opened
 
 INVALID = "config.invalid"  # the key `ledger serve` refuses a bad configuration with
 
@@ -74,6 +73,3 @@ def forget(db: str, name: str) -> None:
             LedgerError(f"no webhook endpoint named {name!r} has a cursor", key="webhook.not_found")
         )
     click.echo(f"forgot webhook endpoint {name!r}")
-
-
-COMMANDS: list[click.Command] = [webhooks]
