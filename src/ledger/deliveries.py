@@ -17,10 +17,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from .contract import EVENTS, check_id
-from .domain import ClosedBets, PlacedBets, fields_reader
+from .domain import ClosedBets, PlacedBets
 from .errors import InvalidRequest
 
 __all__ = [
@@ -103,12 +103,6 @@ class Delivery:
             address=None if address is None else address[:64],
         )
 
-    def __reduce__(self) -> tuple[type[Delivery], tuple[Any, ...]]:
-        # Its fields in order, read in C: the slots dataclass's own pickling goes through
-        # Python-level __getstate__/__setstate__, several times the cost (the writer process
-        # pickles one per Place Bet).
-        return Delivery, _delivery_fields(self)
-
     def caller(self, client: str, subject: str | None) -> Delivery:
         """This delivery, its token verified: who sent it (bounded like every text)."""
         # Spelled out: dataclasses.replace costs several times more, once per delivery.
@@ -139,10 +133,6 @@ class Delivery:
             tuple(bet_uids[:NAMED_BETS]),
             max(0, int((time.perf_counter() - self.started) * 1_000_000)),
         )
-
-
-# Every field of a Delivery, in order (Delivery.__reduce__).
-_delivery_fields = fields_reader(Delivery)
 
 
 def parse_time(text: str, name: str) -> datetime:

@@ -10,10 +10,9 @@ Amounts are integers of the currency's minor unit. Standard library only.
 
 from __future__ import annotations
 
-import operator
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import StrEnum
 from types import MappingProxyType
@@ -397,19 +396,6 @@ class PlacedBets:
     secrets: dict[str, Any]
     placed: list[int] = field(default_factory=list)
     unchanged: list[int] = field(default_factory=list)
-
-    def __reduce__(self) -> tuple[type[PlacedBets], tuple[Any, ...]]:
-        # The writer process sends one back per Place Bet: see Delivery.__reduce__.
-        return PlacedBets, _placed_fields(self)
-
-
-def fields_reader(cls: type[Any]) -> Callable[[Any], tuple[Any, ...]]:
-    """A reader of a dataclass's fields as a tuple, in declaration order (the arguments that
-    rebuild it): one ``attrgetter``, in C, derived from the class so that no field is left out."""
-    return operator.attrgetter(*(item.name for item in fields(cls)))
-
-
-_placed_fields = fields_reader(PlacedBets)
 
 
 class PlaceRequest(NamedTuple):

@@ -31,7 +31,6 @@ import gc
 import itertools
 import logging
 import multiprocessing
-import pickle
 import queue
 import signal
 import threading
@@ -47,6 +46,7 @@ from .errors import LedgerError, StoreBusy, StoreUnavailable
 from .logformat import plain_handler
 from .stores import open_store
 from .writer import Command, DirectWriter, GroupCommit, PlaceBets, Writer
+from .writer_pipe import dumps, loads
 
 log = logging.getLogger("ledger.writer")
 
@@ -195,23 +195,23 @@ class _Child:
                 if batch:
                     self._conn.send_bytes(self._pickled(batch))
                 if None in items:
-                    self._conn.send_bytes(pickle.dumps(None))
+                    self._conn.send_bytes(dumps(None))
                     return
             except (OSError, ValueError):
                 return  # the child is gone: the receiver sees the pipe close, fails the rest
 
     def _pickled(self, batch: list[tuple[int, Command[Any]]]) -> bytes:
         try:
-            return pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)
+            return dumps(batch)
         except Exception:  # noqa: BLE001 - fail only the command that does not pickle
             kept = []
             for ident, command in batch:
                 try:
-                    pickle.dumps(command, pickle.HIGHEST_PROTOCOL)
+                    dumps(command)
                     kept.append((ident, command))
                 except Exception as error:  # noqa: BLE001 - a bug: answered 500, as in process
                     self._settle(ident, False, error)
-            return pickle.dumps(kept, pickle.HIGHEST_PROTOCOL)
+            return dumps(kept)
 
     def _settle(self, ident: int, ok: bool, value: Any) -> None:
         with self._lock:
@@ -227,7 +227,7 @@ class _Child:
     def _receive(self) -> None:
         try:
             while True:
-                message = _load(self._conn.recv_bytes())
+                message = loads(self._conn.recv_bytes())
                 if isinstance(message, Ready):
                     self.frozen = message.frozen
                     self.ready.set()
@@ -262,11 +262,6 @@ class _Child:
             self.process.kill()
             self.process.join()
         self._conn.close()
-
-
-def _load(data: bytes) -> Any:
-    # Only this process and its own child hold the two ends of the (anonymous) pipe.
-    return pickle.loads(data)  # noqa: S301
 
 
 # Children still running: closed at exit, before multiprocessing joins them (it would wait for
@@ -393,9 +388,9 @@ def _received(conn: Connection, *, block: bool = True) -> list[Any]:
     then none if there is none); a ``None`` (stop) last."""
     if not block and not conn.poll(0):
         return []
-    messages = [_load(conn.recv_bytes())]
+    messages = [loads(conn.recv_bytes())]
     while messages[-1] is not None and conn.poll(0):
-        messages.append(_load(conn.recv_bytes()))
+        messages.append(loads(conn.recv_bytes()))
     return messages
 
 
@@ -433,7 +428,7 @@ class _Reporter:
 
     def send(self, message: Any) -> bool:
         """Send ``message`` (:class:`Ready` or a list of outcomes); False if the server is gone."""
-        data = pickle.dumps(message) if isinstance(message, Ready) else _pickled(message)
+        data = dumps(message) if isinstance(message, Ready) else _pickled(message)
         try:
             with self._lock:
                 self._conn.send_bytes(data)
@@ -484,20 +479,19 @@ class _Opened:
 
 def _pickled(outcomes: list[tuple[int, bool, Any]]) -> bytes:
     try:
-        return pickle.dumps(outcomes, pickle.HIGHEST_PROTOCOL)
+        return dumps(outcomes)
     except Exception:  # noqa: BLE001 - an exception that does not pickle: say what it was
-        return pickle.dumps(
+        return dumps(
             [
                 (ident, ok, value if _picklable(value) else _stand_in(value))
                 for ident, ok, value in outcomes
-            ],
-            pickle.HIGHEST_PROTOCOL,
+            ]
         )
 
 
 def _picklable(value: Any) -> bool:
     try:
-        pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+        dumps(value)
     except Exception:  # noqa: BLE001
         return False
     return True

@@ -9,7 +9,6 @@ finishes what was sent.
 from __future__ import annotations
 
 import os
-import pickle
 import re
 import signal
 import time
@@ -23,10 +22,13 @@ import pytest
 
 import ledger
 from ledger import errors
-from ledger.domain import PlaceRequest, deposit
+from ledger.deliveries import Delivery
+from ledger.directory import Seen, TournamentSeen, UserSeen
+from ledger.domain import Entry, PlacedBets, PlaceRequest, deposit
 from ledger.settings import Settings, SettingsError
 from ledger.stores import base as store_base
 from ledger.writer import GroupCommit, Move, PlaceBets
+from ledger.writer_pipe import dumps, loads
 from ledger.writer_process import ChildSpec, ProcessWriter
 from support import payloads as P
 from support.books import balance
@@ -217,7 +219,7 @@ def test_every_ledger_error_crosses_the_pipe_with_its_class_key_status_message_a
     cls: type[errors.LedgerError],
 ) -> None:
     sent = cls("what happened", key="some.key", bet_uid=7)
-    received = pickle.loads(pickle.dumps(sent, pickle.HIGHEST_PROTOCOL))
+    received = loads(dumps(sent))
     assert type(received) is cls
     assert (received.key, received.status, received.message, received.bet_uid) == (
         "some.key",
@@ -270,10 +272,6 @@ def test_the_server_started_by_ledger_serve_runs_its_place_bets_in_a_child(
 def test_a_place_bet_and_its_answer_cross_the_pipe_unchanged() -> None:
     from datetime import UTC, datetime
 
-    from ledger.deliveries import Delivery
-    from ledger.directory import Seen, TournamentSeen, UserSeen
-    from ledger.domain import Entry, PlacedBets
-
     delivery = Delivery.arrived("req-1", "create:fantasy_team", "/bets", "127.0.0.1").caller(
         "client", "platform"
     )
@@ -288,10 +286,10 @@ def test_a_place_bet_and_its_answer_cross_the_pipe_unchanged() -> None:
     ]
     answer = PlacedBets({"1": "s"}, [1], [2])
     for value in [*commands, delivery, answer]:
-        copy = pickle.loads(pickle.dumps(value, pickle.HIGHEST_PROTOCOL))
+        copy = loads(dumps(value))
         assert copy == value
         assert type(copy) is type(value)
-    copy = pickle.loads(pickle.dumps(commands[0], pickle.HIGHEST_PROTOCOL))
+    copy = loads(dumps(commands[0]))
     assert all(type(entry) is Entry for entry in copy.request.entries)
     assert type(copy.seen) is Seen
     assert all(type(user) is UserSeen for user in copy.seen.users)

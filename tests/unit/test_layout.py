@@ -114,6 +114,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "ledger.views",
             "ledger.writer",
             "ledger.writer_process",
+            "ledger.writer_pipe",
             "ledger.reconcile",
             "ledger.webhooks",
         ),
