@@ -20,8 +20,8 @@ from decimal import Decimal
 from typing import Any
 
 import ledger
+import ledger.commands.places as writer
 import ledger.service as service
-import ledger.writer as writer
 from ledger.directory import NOTHING_SEEN
 
 USERS = 500

@@ -108,9 +108,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.set_based_from is not None:
-        from ledger import writer
+        from ledger.commands import closes
 
-        writer.SET_BASED_FROM = args.set_based_from
+        closes.SET_BASED_FROM = args.set_based_from
     with (
         tempfile.TemporaryDirectory(prefix="ledger-settle-") as tmp,
         store_url(args.store, Path(tmp), "settle") as url,

@@ -74,7 +74,8 @@ def wrap(owner: Any, name: str, label: str) -> None:
 
 
 def instrument() -> None:
-    from ledger import contract, service, writer
+    from ledger import contract, service
+    from ledger.commands import closes
     from ledger.stores import closing, sql
     from ledger.stores import directory as stored_directory
 
@@ -89,16 +90,16 @@ def instrument() -> None:
     service.validate = contract.validate  # type: ignore[attr-defined]
     wrap(service, "_pools_seen", "describe the tournaments (Seen)")
     wrap(service.Ledger, "_settle_command", "build the command (request, Seen)")
-    wrap(writer.SettleBets, "_staged", "staged rows, read from the request")
+    wrap(closes.SettleBets, "_staged", "staged rows, read from the request")
     for name in ("stage", "collect", "within_bounds", "write", "_append_events"):
         wrap(closing, name, f"closing.{name}")
     wrap(closing, "_house_legs", "closing._house_legs")
-    wrap(writer, "_record_seen", "directory upsert (users, tournaments)")
+    wrap(closes, "_record_seen", "directory upsert (users, tournaments)")
     # The set-based close records the directory itself: the tournaments, then the users from
     # its staged items in SQL.
     wrap(stored_directory, "record_seen", "directory upsert (tournaments)")
     wrap(stored_directory, "record_staged_users", "directory upsert of the staged users (SQL)")
-    wrap(writer, "_journal", "delivery journal row")
+    wrap(closes, "_journal", "delivery journal row")
     wrap(sql.SqlUnitOfWork, "commit", "commit")
 
 

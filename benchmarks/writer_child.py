@@ -53,12 +53,13 @@ def _timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def instrument() -> None:
-    """Wrap the steps of a Place Bet batch (the names ``writer_process.child_main`` reaches)."""
-    from ledger import domain, writer
+    """Wrap the steps of a Place Bet batch (what ``ledger.writer.process.child_main`` reaches)."""
+    from ledger import domain
+    from ledger.commands import places
     from ledger.stores import sql
 
     steps = {
-        "decision (balances read, domain)": (writer, "_decide_places"),
+        "decision (balances read, domain)": (places, "_decide_places"),
         "decision: the domain alone": (domain, "place_many"),
         "post (transactions, postings, balances)": (sql.SqlUnitOfWork, "post"),
         "bets and open holds": (sql.SqlUnitOfWork, "add_bets"),

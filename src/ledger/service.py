@@ -19,6 +19,15 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from . import directory, domain, events
 from ._process import new_reference, paused_gc
+from .commands import (
+    Move,
+    PlaceBets,
+    PruneDeliveries,
+    PruneEvents,
+    RecordDelivery,
+    RefundBets,
+    SettleBets,
+)
 from .contract import (
     PlaceBetsRequest,
     Pool,
@@ -73,20 +82,8 @@ from .views import (
     UserView,
     timestamp_text,
 )
-from .writer import (
-    Command,
-    DirectWriter,
-    GroupCommit,
-    Move,
-    PlaceBets,
-    PruneDeliveries,
-    PruneEvents,
-    RecordDelivery,
-    RefundBets,
-    SettleBets,
-    Writer,
-)
-from .writer_process import ChildSpec, ProcessWriter
+from .writer import Command, DirectWriter, GroupCommit, Writer
+from .writer.process import ChildSpec, ProcessWriter
 
 if TYPE_CHECKING:
     from .reconcile import Reconciliation, Source

@@ -12,13 +12,14 @@ import pytest
 from sqlalchemy import text
 
 import ledger
+from ledger.commands import Move
 from ledger.deliveries import Delivery
 from ledger.domain import deposit
 from ledger.events import Event
 from ledger.stores import UnitOfWork
 from ledger.stores.sql import SqlStore
 from ledger.stores.webhooks import WebhookTables
-from ledger.writer import GroupCommit, Move
+from ledger.writer import GroupCommit, Single
 from support import payloads as P
 from support.books import batched, fail_commits, raises_key
 
@@ -135,7 +136,7 @@ def test_events_are_read_in_pages_and_by_type(book: ledger.Ledger) -> None:
         book.events("-1")
 
 
-class Explode:
+class Explode(Single):
     """Writes a deposit and its event, then fails: its savepoint must take both back."""
 
     size = 1

@@ -17,12 +17,13 @@ from typing import Any, cast
 import pytest
 
 import ledger
-from ledger import service, writer
+from ledger import service
 from ledger._process import BULK
+from ledger.commands import Move, PlaceBets, closes
 from ledger.domain import deposit
 from ledger.stores import Retry, UnitOfWork
 from ledger.stores.sql import SqlUnitOfWork
-from ledger.writer import GroupCommit, Move, PlaceBets
+from ledger.writer import GroupCommit, Single
 from support import payloads as P
 from support.books import batched, fail_commits
 
@@ -39,7 +40,7 @@ def group_of(book: ledger.Ledger) -> GroupCommit:
     return book.writer
 
 
-class Explode:
+class Explode(Single):
     """Writes first, then fails: its savepoint must take its writes back with it."""
 
     size = 1
@@ -182,12 +183,12 @@ def test_a_group_failing_as_a_whole_at_the_head_of_a_batch_is_applied_one_by_one
     book.deposit("u1", "EUR", "50.00", "seed")
     real = PlaceBets.apply_group
 
-    def written_then_failed(uow: UnitOfWork, commands: Sequence[PlaceBets]) -> Any:
-        real(uow, commands)
+    def written_then_failed(self: PlaceBets, uow: UnitOfWork, group: Sequence[Any]) -> Any:
+        real(self, uow, group)
         raise RuntimeError("injected failure after the group's writes")
 
     def submit() -> list[Future[Any]]:
-        monkeypatch.setattr(PlaceBets, "apply_group", staticmethod(written_then_failed))
+        monkeypatch.setattr(PlaceBets, "apply_group", written_then_failed)
         return [book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2, 3)]
 
     futures = batched(group, submit)
@@ -316,12 +317,12 @@ def test_on_postgres_a_head_run_failing_on_a_statement_still_queued_is_refused_a
     real = PlaceBets.apply_group
     failed: list[int] = []
 
-    def queued_failure(uow: UnitOfWork, commands: Sequence[PlaceBets]) -> Any:
-        outcomes = real(uow, commands)
+    def queued_failure(self: PlaceBets, uow: UnitOfWork, group: Sequence[Any]) -> Any:
+        outcomes = real(self, uow, group)
         queue_a_failure_once(uow, failed)
         return outcomes
 
-    monkeypatch.setattr(PlaceBets, "apply_group", staticmethod(queued_failure))
+    monkeypatch.setattr(PlaceBets, "apply_group", queued_failure)
     place = book._place_command
     outcomes = group.apply_now(
         [place(P.place(P.entry(1, user="u1"))), place(P.place(P.entry(2, user="u1")))]
@@ -418,7 +419,7 @@ def test_a_place_bet_after_a_set_based_refund_in_one_batch_sees_the_refunded_bal
 ) -> None:
     # The refund is closed in SQL (set-based), past the balances the unit of work remembers
     # from the Place Bet before it: the one after must read u1's balance again.
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 1)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 1)
     group = group_of(book)
     book.deposit("u1", "EUR", "15.00", "seed")
 

@@ -1,4 +1,4 @@
-"""Place Bets applied by a group commit in a child process (ledger.writer_process).
+"""Place Bets applied by a group commit in a child process (ledger.writer.process).
 
 The server's default (``LEDGER_WRITER_PROCESS``): the end-to-end, crash and concurrency suites
 run ``ledger serve`` with it. Here, its own rules: the same answers as in process, only Place
@@ -22,14 +22,15 @@ import pytest
 
 import ledger
 from ledger import errors
+from ledger.commands import Move, PlaceBets
 from ledger.deliveries import Delivery
 from ledger.directory import Seen, TournamentSeen, UserSeen
 from ledger.domain import Entry, PlacedBets, PlaceRequest, deposit
 from ledger.settings import Settings, SettingsError
 from ledger.stores import base as store_base
-from ledger.writer import GroupCommit, Move, PlaceBets
-from ledger.writer_pipe import dumps, loads
-from ledger.writer_process import ChildSpec, ProcessWriter
+from ledger.writer import GroupCommit
+from ledger.writer.pipe import dumps, loads
+from ledger.writer.process import ChildSpec, ProcessWriter
 from support import payloads as P
 from support.books import balance
 
@@ -318,7 +319,7 @@ def test_the_child_logs_plain_utc_lines_at_the_servers_level_when_the_server_con
     import logging
 
     from ledger.logformat import UtcFormatter
-    from ledger.writer_process import _log_level, log_like_the_server
+    from ledger.writer.process import _log_level, log_like_the_server
 
     root = logging.getLogger()
     saved = root.handlers[:], root.level
@@ -386,7 +387,7 @@ def test_the_child_freezes_the_heap_it_started_with_so_its_collector_walks_only_
 
 
 def test_a_batch_larger_than_the_last_is_cut_at_their_mean_and_the_rest_goes_first_next() -> None:
-    from ledger.writer_process import _Batches
+    from ledger.writer.process import _Batches
 
     batches = _Batches()
     assert batches.take(list(range(27)), stopping=False) == list(range(14))  # mean of 0 and 27

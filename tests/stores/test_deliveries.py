@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 import ledger
+from ledger.commands import PlaceBets, RecordDelivery
 from ledger.deliveries import Delivery, DeliveryFilter, DeliveryRecord
 from ledger.domain import PlaceRequest
 from ledger.errors import InsufficientFunds, InvalidRequest
 from ledger.stores.deliveries import COLUMNS
-from ledger.writer import PlaceBets, RecordDelivery, _Job, _runs
+from ledger.writer.group_commit import _Job, _runs
 from support.payloads import entry, place, refund, settle
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)

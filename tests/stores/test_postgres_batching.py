@@ -25,7 +25,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 import ledger
-from ledger import writer
+from ledger import commands, writer
+from ledger.commands import closes
 from ledger.domain import Bet, Funding, Transaction, TxnKind, transfer, withdrawal
 from ledger.errors import LedgerError
 from ledger.stores import postgres
@@ -327,7 +328,7 @@ def test_a_connection_lost_while_a_huge_close_is_staged_answers_503_and_writes_n
     a driver error escaping as a 500."""
 
     store = _store(pg_book)
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     pg_book.place_bets(P.place(*(P.entry(uid, ticket="t") for uid in range(1, 5))))
     created = PostgresDialect.temp_table
 
@@ -404,7 +405,7 @@ def test_a_resent_place_bet_waiting_on_the_first_ones_lock_is_answered_as_the_re
     assert pg_book.check().ok
 
 
-def _apply_and_commit(store: PostgresStore, command: writer.PlaceBets) -> Any:
+def _apply_and_commit(store: PostgresStore, command: commands.PlaceBets) -> Any:
     with store.unit_of_work() as uow:
         try:
             outcome = command.apply(uow)
@@ -556,7 +557,7 @@ def test_a_batch_whose_writes_are_refused_at_commit_is_applied_again_telling_who
     pg_book.deposit("u1", "EUR", "100.00", reference="seed")
     pg_book.deposit("u2", "EUR", "100.00", reference="seed-2")
     commands = [pg_book._place_command(P.place(P.entry(uid))) for uid in (1, 2, 3)]
-    decided = writer.PlaceBets.apply_group
+    decided = ledger.commands.PlaceBets.apply_group
     units: list[bool] = []
     first_unit = writer.GroupCommit._first_unit
 
@@ -565,8 +566,8 @@ def test_a_batch_whose_writes_are_refused_at_commit_is_applied_again_telling_who
             units.append(flush)
         return first_unit(self, *args, flush=flush)
 
-    def decided_then_raced(uow: Any, group: Any) -> Any:
-        outcomes = decided(uow, group)
+    def decided_then_raced(self: Any, uow: Any, group: Any) -> Any:
+        outcomes = decided(self, uow, group)
         if len(units) == 1:
             # Another process places bet 2 for another user after this batch read the bets:
             # this batch's insert of bet 2, held back for the commit, fails there.
@@ -577,7 +578,7 @@ def test_a_batch_whose_writes_are_refused_at_commit_is_applied_again_telling_who
     group = pg_book.writer
     assert isinstance(group, writer.GroupCommit)
     monkeypatch.setattr(writer.GroupCommit, "_first_unit", counted)
-    monkeypatch.setattr(writer.PlaceBets, "apply_group", staticmethod(decided_then_raced))
+    monkeypatch.setattr(ledger.commands.PlaceBets, "apply_group", decided_then_raced)
     answers = group.apply_now(commands)
     assert units == [False, True]  # refused at commit, then applied again, flushing
     oks = [answer[0] if isinstance(answer, tuple) else None for answer in answers]

@@ -1,6 +1,6 @@
 """The set-based close of huge refunds and settles is the domain's, on every store.
 
-``ledger.writer`` closes a refund or settle of at least ``SET_BASED_FROM`` items in the database
+``ledger.commands`` closes a refund or settle of at least ``SET_BASED_FROM`` items in the database
 (``ledger.stores.closing``), and smaller ones through the domain's per-bet decisions. The domain
 is the specification: random books and random requests (valid, replays, bets named twice,
 unknown bets, other users or tournaments, payouts in other or unknown currencies, amounts too
@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 import ledger
-from ledger import contract, directory, domain, writer
+from ledger import contract, directory, domain
+from ledger.commands import Move, PlaceBets, RefundBets, SettleBets, chunks, closes
 from ledger.directory import Seen, UserSeen
 from ledger.domain import Entry, PlaceRequest, RefundItem, SettleClaim
 from ledger.errors import LedgerError, UnknownCurrency
 from ledger.stores import Store, closing, open_store
 from ledger.stores.sql import SqlUnitOfWork
-from ledger.writer import Move, PlaceBets, RefundBets, SettleBets
 from support import payloads as P
 from support.books import FailingStore, balance, house, raises_key
 
@@ -239,7 +239,7 @@ def _close(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> tuple[Any, dict[str, Any], list[str]]:
-    monkeypatch.setattr(writer, "SET_BASED_FROM", threshold)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", threshold)
     staged = SqlUnitOfWork.close_staged
 
     def close_staged(self: SqlUnitOfWork, *args: Any) -> Any:
@@ -295,7 +295,7 @@ def test_set_based_close_answers_and_writes_what_the_domain_decides(
     book = data.draw(books())
     kind, items, users = data.draw(requests(book))
     # Small chunks: a request of several transactions, each with its own summed house legs.
-    monkeypatch.setattr(writer, "CHUNK", data.draw(st.sampled_from([3, writer.CHUNK])))
+    monkeypatch.setattr(chunks, "CHUNK", data.draw(st.sampled_from([3, chunks.CHUNK])))
     caplog.set_level(logging.WARNING, logger="ledger.writer")
     with store.unit_of_work() as uow:
         assert isinstance(uow, SqlUnitOfWork)
@@ -414,7 +414,7 @@ def _placed(book: ledger.Ledger, count: int) -> None:
 def test_a_settle_at_the_threshold_is_closed_in_the_database_and_pays_once(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     seen = _spy(monkeypatch)
     _placed(book, 4)
     body = P.settle(7, *((uid, "5.00") for uid in range(1, 5)))
@@ -436,11 +436,11 @@ def test_a_huge_close_is_staged_from_the_request_and_its_items_built_only_for_th
 ) -> None:
     # The items and users as the domain reads them are a million tuples each in a huge close:
     # the set-based close reads the request itself and never needs them; the domain does.
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     built: list[str] = []
     for module, name in (
-        (writer, "settle_claims"),
-        (writer, "refund_items"),
+        (closes, "settle_claims"),
+        (closes, "refund_items"),
         (directory, "users_seen"),
     ):
         original = getattr(module, name)
@@ -470,7 +470,7 @@ def test_a_set_based_close_reads_its_items_again_while_the_database_joins_them(
 ) -> None:
     # The join (collect) waits until the close's own passes over the items have run: they
     # must run beside it, not after it, or it waits in vain and the close takes none of them.
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     passed = threading.Event()
     per_user, collect = closing.one_item_per_user, closing.collect
 
@@ -500,7 +500,7 @@ def test_a_set_based_close_stages_every_character_of_a_users_description_exactly
     """The items are staged in one bulk load (on Postgres a binary COPY): whatever a name or
     client holds (COPY's text separators, escapes, its NULL marker, characters beyond ASCII),
     the directory records it as the payload said."""
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     seen = _spy(monkeypatch)
     count = len(AWKWARD_TEXTS)
     entries = (P.entry(uid, user=f"w{uid}", ticket="t") for uid in range(1, count + 1))
@@ -527,7 +527,7 @@ def test_a_close_above_the_stores_set_based_bound_is_decided_bet_by_bet(
     from ledger.stores.postgres import PostgresDialect
     from ledger.stores.sqlite import SqliteDialect
 
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     for dialect in (SqliteDialect, PostgresDialect):
         monkeypatch.setattr(dialect, "set_based_up_to", 5)
     seen = _spy(monkeypatch)
@@ -547,7 +547,7 @@ def test_a_close_above_the_stores_set_based_bound_is_decided_bet_by_bet(
 def test_a_set_based_refusal_is_the_domains_error_and_writes_nothing(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     seen = _spy(monkeypatch)
     _placed(book, 4)
     before = book.check()
@@ -563,7 +563,7 @@ def test_a_set_based_refusal_is_the_domains_error_and_writes_nothing(
 def test_a_failure_after_a_set_based_close_wrote_leaves_nothing(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     _placed(book, 4)
     before = book.check()
     broken = ledger.Ledger(FailingStore(book.store))
@@ -581,15 +581,15 @@ def test_no_store_sends_a_million_item_close_bet_by_bet(store: Store) -> None:
     # answered 503: a NOT IN the planner stopped hashing); no store bounds it now.
     with store.unit_of_work(write=False) as uow:
         bound = uow.set_based_up_to()
-    assert writer.closes_set_based(1_000_000, bound)
-    assert writer.closes_set_based(writer.SET_BASED_FROM, bound)
-    assert not writer.closes_set_based(writer.SET_BASED_FROM - 1, bound)
+    assert closes.closes_set_based(1_000_000, bound)
+    assert closes.closes_set_based(closes.SET_BASED_FROM, bound)
+    assert not closes.closes_set_based(closes.SET_BASED_FROM - 1, bound)
 
 
 def test_a_bound_sends_a_bigger_close_bet_by_bet() -> None:
-    assert writer.closes_set_based(100_000, 100_000)
-    assert not writer.closes_set_based(100_001, 100_000)
-    assert writer.closes_set_based(10**9, None)
+    assert closes.closes_set_based(100_000, 100_000)
+    assert not closes.closes_set_based(100_001, 100_000)
+    assert closes.closes_set_based(10**9, None)
 
 
 def test_a_huge_body_is_decoded_and_closed_with_the_collector_paused_and_resumed_after(
@@ -672,7 +672,7 @@ def test_on_postgres_no_set_based_statement_compares_every_item_with_every_other
     # statement timeout). With a tiny work_mem, 10,000 items are enough to see such a plan.
     from ledger.stores import closing, postgres
 
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     monkeypatch.setattr(postgres, "CLOSE_WORK_MEM", "64kB")
     plans: list[tuple[str, str]] = []
     run = closing._run
@@ -702,7 +702,7 @@ def test_on_postgres_a_set_based_close_samples_its_temporary_tables_lightly_for_
     # 30,000 by default, most of a 100,000-item close. Only the close's transaction samples less.
     from ledger.stores import postgres
 
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     targets: list[str] = []
     analyze = postgres.PostgresDialect.analyze
 

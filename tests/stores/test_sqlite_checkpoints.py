@@ -23,7 +23,7 @@ import pytest
 from sqlalchemy import event
 
 import ledger
-from ledger import writer
+from ledger.commands import closes
 from ledger.errors import StoreUnavailable
 from ledger.stores import closing
 from ledger.stores.sql import SqlUnitOfWork
@@ -63,7 +63,7 @@ def _autocheckpoint(driver: sqlite3.Connection) -> int:
 def test_a_huge_close_commits_without_copying_its_log_and_a_thread_copies_it_after(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     _placed(book, 4)
     commits = _commits(book)
     book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))
@@ -88,7 +88,7 @@ def test_a_huge_close_commits_without_copying_its_log_and_a_thread_copies_it_aft
 def test_a_huge_close_whose_commit_fails_leaves_its_connection_copying_again(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 4)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     _placed(book, 4)
     requested: list[bool] = []
     store = book.store
@@ -121,7 +121,7 @@ def test_a_huge_close_whose_commit_fails_leaves_its_connection_copying_again(
 def test_a_small_close_commits_as_every_write_does(
     book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writer, "SET_BASED_FROM", 5)
+    monkeypatch.setattr(closes, "SET_BASED_FROM", 5)
     _placed(book, 4)
     commits = _commits(book)
     book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))

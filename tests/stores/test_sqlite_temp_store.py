@@ -13,8 +13,8 @@ from typing import Any
 from sqlalchemy import text
 
 import ledger
+from ledger.commands import SET_BASED_FROM
 from ledger.stores.sqlite import SqliteStore
-from ledger.writer import SET_BASED_FROM
 from support import payloads as P
 
 MEMORY, DEFAULT = 2, 0  # PRAGMA temp_store's answers

@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 import ledger
 from ledger.stores.sql import SqlStore
+from ledger.writer import Single
 
 
 @contextlib.contextmanager
@@ -91,7 +92,7 @@ class FailingStore:
         return getattr(self._inner, name)
 
 
-class Hold:
+class Hold(Single):
     """A write command that keeps the writer busy until released: what is submitted meanwhile
     queues up behind it (one batch for group commit), or waits (a frozen database)."""
 

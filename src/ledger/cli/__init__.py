@@ -104,7 +104,7 @@ COMMANDS: dict[str, _Entry] = {
         "Run the callback server (/bets, /bets/cancel, /winners, /admin, /health, /metrics).",
     ),
     "simulate": _Entry(
-        "ledger.kit.commands",
+        "ledger.kit.cli",
         "simulate",
         "kit",
         "Play a seeded platform day against the wallet at URL and reconcile its books.",
@@ -116,7 +116,7 @@ COMMANDS: dict[str, _Entry] = {
         "Show USER's movements, newest first, with the balance after each, a page at a time.",
     ),
     "tickets": _Entry(
-        "ledger.kit.commands",
+        "ledger.kit.cli",
         "tickets",
         "kit",
         "Tournament ticket administration on the platform (contract section 4.2).",
@@ -147,13 +147,13 @@ COMMANDS: dict[str, _Entry] = {
         "List users as the platform described them, newest first.",
     ),
     "validate": _Entry(
-        "ledger.kit.commands",
+        "ledger.kit.cli",
         "validate",
         "kit",
         "Run the platform's verification scenario and the client-side checks against URL.",
     ),
     "validate-token": _Entry(
-        "ledger.kit.commands",
+        "ledger.kit.cli",
         "validate_token",
         "kit",
         "Check TOKEN like the hosted validator: signature, algorithm, expiry, required claims.",

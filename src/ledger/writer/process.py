@@ -8,14 +8,15 @@ used less than one core of two (``benchmarks/run.py``, issue 11). Here the write
 is a child process with a GIL of its own: the server decodes and validates each delivery as
 before, sends the command over a pipe, and answers when the child reports it committed.
 
-Only Place Bets go to the child: refunds, settles, movements and journal rows stay on the
-server's own writer. On SQLite the two processes take turns through the store's writer lock, as
-``--workers`` do; on Postgres they are two writers like any others. Correctness is the
-database's, as for several workers: the child runs the same :class:`~ledger.writer.GroupCommit`
-and answers only after its commit. If the child dies, whatever it had not answered fails with
-503 ``store.unavailable`` (the outcome is unknown: the platform's re-send is idempotent) and the
-next Place Bet starts a new one. The child exits when the server's end of the pipe closes (the
-server exited, even by SIGKILL), after finishing the batch in hand.
+Only batched commands (Place Bets: :attr:`ledger.writer.port.Command.batched`) go to the child:
+refunds, settles, movements and journal rows stay on the server's own writer. On SQLite the two
+processes take turns through the store's writer lock, as ``--workers`` do; on Postgres they are two
+writers like any others. Correctness is the database's, as for several workers: the child runs the
+same :class:`~ledger.writer.GroupCommit` and answers only after its commit. If the child dies,
+whatever it had not answered fails with 503 ``store.unavailable`` (the outcome is unknown: the
+platform's re-send is idempotent) and the next Place Bet starts a new one. The child exits when the
+server's end of the pipe closes (the server exited, even by SIGKILL), after finishing the batch in
+hand.
 
 The first child starts with the writer, and opening waits until it has imported and opened the
 database (:data:`START_TIMEOUT`): a server is ready when it says so, its first Place Bet does not
@@ -41,12 +42,14 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from ._process import freeze_heap
-from .errors import LedgerError, StoreBusy, StoreUnavailable
-from .logformat import plain_handler
-from .stores import open_store
-from .writer import Command, DirectWriter, GroupCommit, PlaceBets, Writer
-from .writer_pipe import dumps, loads
+from .._process import freeze_heap
+from ..errors import LedgerError, StoreBusy, StoreUnavailable
+from ..logformat import plain_handler
+from ..stores import open_store
+from .direct import DirectWriter
+from .group_commit import GroupCommit
+from .pipe import dumps, loads
+from .port import Command, Writer
 
 log = logging.getLogger("ledger.writer")
 
@@ -97,7 +100,7 @@ class ProcessWriter:
             )
 
     def submit(self, command: Command[R]) -> Future[R]:
-        if not isinstance(command, PlaceBets):
+        if not command.batched:
             return self.local.submit(command)
         future: Future[R] = Future()
         with self._lock:

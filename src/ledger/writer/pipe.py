@@ -7,9 +7,10 @@ named tuples' and slots dataclasses' own pickling goes through Python-level ``__
 and ``__getstate__``/``__setstate__``, about three times the cost per Place Bet.
 
 The reducers are this pipe's alone (a :class:`pickle.Pickler` with its own ``dispatch_table``):
-the domain's values know nothing of the process they may cross. Proved by
-``tests/service/test_writer_process.py`` (every value crosses unchanged) and used by
-:mod:`ledger.writer_process` only.
+the domain's values know nothing of the process they may cross. A batched command's module
+registers the reducer of its class (:func:`register`; the Place Bet's is in
+:mod:`ledger.commands.places`). Proved by ``tests/service/test_writer_process.py`` (every value
+crosses unchanged); used by :mod:`ledger.writer.process` only.
 """
 
 from __future__ import annotations
@@ -22,12 +23,10 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from .deliveries import Delivery
-from .directory import Seen, TournamentSeen, UserSeen
-from .domain import Entry, PlacedBets, PlaceRequest
-from .writer import PlaceBets
+from ..deliveries import Delivery
+from ..domain import PlacedBets
 
-__all__ = ["dumps", "loads"]
+__all__ = ["dumps", "loads", "register"]
 
 
 def _fields_reader(cls: type[Any]) -> Callable[[Any], tuple[Any, ...]]:
@@ -48,43 +47,17 @@ def _reduce_placed(placed: PlacedBets) -> tuple[type[PlacedBets], tuple[Any, ...
     return PlacedBets, _placed_fields(placed)
 
 
-def _reduce_place_bets(command: PlaceBets) -> tuple[Callable[..., PlaceBets], tuple[Any, ...]]:
-    request, seen = command.request, command.seen
-    return _place_bets, (
-        [tuple(entry) for entry in request.entries],
-        request.reference,
-        request.part,
-        command.delivery,
-        [tuple(tournament) for tournament in seen.tournaments],
-        [tuple(user) for user in seen.users],
-    )
-
-
-def _place_bets(
-    entries: list[tuple[Any, ...]],
-    reference: str,
-    part: int | None,
-    delivery: Delivery | None,
-    tournaments: list[tuple[Any, ...]],
-    users: list[tuple[Any, ...]],
-) -> PlaceBets:
-    """A :class:`PlaceBets` from what :func:`_reduce_place_bets` gave."""
-    return PlaceBets(
-        PlaceRequest([Entry(*entry) for entry in entries], reference, part),
-        delivery,
-        Seen(
-            tuple([TournamentSeen(*tournament) for tournament in tournaments]),
-            tuple([UserSeen(*user) for user in users]),
-        ),
-    )
-
-
 _DISPATCH: dict[type[Any], Callable[[Any], Any]] = {
     **copyreg.dispatch_table,
     Delivery: _reduce_delivery,
     PlacedBets: _reduce_placed,
-    PlaceBets: _reduce_place_bets,
 }
+
+
+def register(cls: type[Any], reduce: Callable[[Any], tuple[Any, ...]]) -> None:
+    """Have a command of class ``cls`` cross the pipe as ``reduce`` gives it: ``(rebuild,
+    arguments)``, as :func:`copyreg.pickle` takes. Called by the module of the command."""
+    _DISPATCH[cls] = reduce
 
 
 def dumps(value: Any) -> bytes:
