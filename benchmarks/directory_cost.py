@@ -21,7 +21,7 @@ from typing import Any
 
 import ledger
 import ledger.commands.places as writer
-import ledger.service as service
+import ledger.service.writes as service
 from ledger.directory import NOTHING_SEEN
 
 USERS = 500

@@ -76,6 +76,7 @@ def wrap(owner: Any, name: str, label: str) -> None:
 def instrument() -> None:
     from ledger import contract, service
     from ledger.commands import closes
+    from ledger.service import writes
     from ledger.stores import closing, sql
     from ledger.stores import directory as stored_directory
 
@@ -87,8 +88,8 @@ def instrument() -> None:
 
     closing._run = statement  # type: ignore[assignment]
     wrap(contract, "validate", "decode and validate the body (msgspec)")
-    service.validate = contract.validate  # type: ignore[attr-defined]
-    wrap(service, "_pools_seen", "describe the tournaments (Seen)")
+    writes.validate = contract.validate  # type: ignore[attr-defined]
+    wrap(writes, "_pools_seen", "describe the tournaments (Seen)")
     wrap(service.Ledger, "_settle_command", "build the command (request, Seen)")
     wrap(closes.SettleBets, "_staged", "staged rows, read from the request")
     for name in ("stage", "collect", "within_bounds", "write", "_append_events"):

@@ -17,10 +17,10 @@ from typing import Any, cast
 import pytest
 
 import ledger
-from ledger import service
 from ledger._process import BULK
 from ledger.commands import Move, PlaceBets, closes
 from ledger.domain import deposit
+from ledger.service import payloads
 from ledger.stores import Retry, UnitOfWork
 from ledger.stores.sql import SqlUnitOfWork
 from ledger.writer import GroupCommit, Single
@@ -375,7 +375,7 @@ def test_on_postgres_a_lone_command_failing_on_a_statement_held_for_the_commit_i
 
 def _huge_settle(uids: range) -> bytes:
     body = json.dumps(P.settle(7, *((uid, "1.00") for uid in uids))).encode()
-    assert len(body) > service.INLINE_BODY
+    assert len(body) > payloads.INLINE_BODY
     return body
 
 
@@ -388,7 +388,7 @@ def test_a_huge_body_is_decoded_and_settled_off_the_caller_with_the_same_answer(
     answer = book.submit_settle(_huge_settle(uids)).result()
     assert list(answer.closed) == list(uids)
     with pytest.raises(ledger.InvalidRequest):
-        book.submit_settle(b" " * (service.INLINE_BODY + 1)).result()
+        book.submit_settle(b" " * (payloads.INLINE_BODY + 1)).result()
 
 
 def test_a_huge_commands_objects_are_freed_after_its_answer_with_the_collector_paused() -> None:
@@ -405,10 +405,10 @@ def test_a_huge_commands_objects_are_freed_after_its_answer_with_the_collector_p
         def run(self, command: Any) -> int:
             return 42
 
-    body = b"x" * (BULK + 1) * service.BYTES_PER_BET
+    body = b"x" * (BULK + 1) * payloads.BYTES_PER_BET
     assert gc.isenabled()
     writer: Any = Writer()
-    service._answer_paused(answer, writer, body, lambda _: cast(Any, Command()))
+    payloads.answer_paused(answer, writer, body, lambda _: cast(Any, Command()))
     assert answer.result() == 42
     assert done_when_freed == [(True, False)]
     assert gc.isenabled()

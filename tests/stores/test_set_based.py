@@ -598,7 +598,8 @@ def test_a_huge_body_is_decoded_and_closed_with_the_collector_paused_and_resumed
     import gc
     import json
 
-    from ledger import contract, service
+    from ledger import contract
+    from ledger.service import payloads, writes
 
     enabled: list[bool] = []
     validate = contract.validate
@@ -608,12 +609,12 @@ def test_a_huge_body_is_decoded_and_closed_with_the_collector_paused_and_resumed
             enabled.append(gc.isenabled())
         return validate(model, payload)
 
-    monkeypatch.setattr(service, "validate", spy)
+    monkeypatch.setattr(writes, "validate", spy)
     _placed(book, 4)
     small = P.settle(7, *((uid, "5.00") for uid in range(1, 5)))
     book.settle(json.dumps(small).encode())
     # Unknown bets, refused after the command was built: enough bytes for 1,001 bets.
-    huge = P.settle(7, *((uid, "0") for uid in range(100, 100 + service.BYTES_PER_BET * 30)))
+    huge = P.settle(7, *((uid, "0") for uid in range(100, 100 + payloads.BYTES_PER_BET * 30)))
     with raises_key("bet.not_found"):
         book.settle(json.dumps(huge).encode())
     assert enabled == [True, False]
@@ -627,7 +628,8 @@ def test_a_huge_parsed_payload_is_validated_with_the_collector_paused_a_small_on
     # 5,000 objects) with the collector walking the heap, 2 us a bet of the caller's CPU.
     import gc
 
-    from ledger import contract, service
+    from ledger import contract
+    from ledger.service import writes
 
     enabled: list[tuple[str, bool]] = []
     validate = contract.validate
@@ -636,7 +638,7 @@ def test_a_huge_parsed_payload_is_validated_with_the_collector_paused_a_small_on
         enabled.append((model.__name__, gc.isenabled()))
         return validate(model, payload)
 
-    monkeypatch.setattr(service, "validate", spy)
+    monkeypatch.setattr(writes, "validate", spy)
     book.deposit("u1", "EUR", "100000.00", "fund")
     book.place_bets(P.place(*(P.entry(uid) for uid in range(1, 3))))
     book.place_bets(P.place(*(P.entry(uid) for uid in range(3, 1_003))))
@@ -653,15 +655,15 @@ def test_a_huge_parsed_payload_is_validated_with_the_collector_paused_a_small_on
 
 def test_how_many_bets_a_payload_carries_at_most() -> None:
     from ledger import contract
-    from ledger.service import BYTES_PER_BET, _bets_in
+    from ledger.service.payloads import BYTES_PER_BET, bets_in
 
-    assert _bets_in(b"x" * BYTES_PER_BET * 3) == 3
-    assert _bets_in(P.place(*(P.entry(uid) for uid in range(5)))) == 5
-    assert _bets_in(P.pools(P.pool_of(1, [P.participant(1)]), P.pool_of(2, []))) == 1
-    assert _bets_in(contract.validate(contract.RefundRequest, P.refund(7, 1, 2))) == 2
+    assert bets_in(b"x" * BYTES_PER_BET * 3) == 3
+    assert bets_in(P.place(*(P.entry(uid) for uid in range(5)))) == 5
+    assert bets_in(P.pools(P.pool_of(1, [P.participant(1)]), P.pool_of(2, []))) == 1
+    assert bets_in(contract.validate(contract.RefundRequest, P.refund(7, 1, 2))) == 2
     # Shapes that validation refuses count nothing here.
-    assert _bets_in({"bets": "many"}) == 0
-    assert _bets_in({"pools": [1, {"bets": None}]}) == 0
+    assert bets_in({"bets": "many"}) == 0
+    assert bets_in({"pools": [1, {"bets": None}]}) == 0
 
 
 def test_on_postgres_no_set_based_statement_compares_every_item_with_every_other(
