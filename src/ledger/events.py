@@ -10,7 +10,7 @@ later meets an event below N.
 How an event row is built (the ``events`` table; :data:`ROW_COLUMNS` after ``grp, ordinal``):
 
 - ``grp`` (bigint): the writing transaction's group key, taken once per transaction from the
-  store (``UnitOfWork.event_slots``); ``ordinal`` (int): 0, 1, 2, ... within the transaction,
+  store (``SqlUnitOfWork.event_slots``); ``ordinal`` (int): 0, 1, 2, ... within the transaction,
   contiguous, in the order events are appended. ``(grp, ordinal)`` is the primary key.
 - ``type``: one of :data:`TYPES`.
 - ``user_uid`` (the user's uid, without ``user:``), ``pool_uid`` and ``bet_uid`` (NULL for

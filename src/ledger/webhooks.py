@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .events import TYPES, Event, EventPage, event_dict
 
 if TYPE_CHECKING:
-    from .stores.base import Store
+    from .stores.port import Store
 
 __all__ = [
     "BATCH_HEADER",

@@ -13,8 +13,7 @@ import pytest
 
 import ledger
 from ledger.domain import deposit, held_account, withdrawal
-from ledger.stores import UnitOfWork
-from ledger.stores.sql import SqlStore
+from ledger.stores.sql import SqlStore, SqlUnitOfWork
 from support import payloads as P
 from support.books import balance
 
@@ -72,7 +71,7 @@ class _Undone(Exception):
     pass
 
 
-def _deposit_then_fail(uow: UnitOfWork, error: Exception) -> None:
+def _deposit_then_fail(uow: SqlUnitOfWork, error: Exception) -> None:
     with uow.savepoint():
         uow.post([deposit("u1", "EUR", 10000, "undone")])
         assert uow.account_balances([("user:u1", "EUR")]) == {("user:u1", "EUR"): 15000}

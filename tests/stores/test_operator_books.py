@@ -428,12 +428,12 @@ def test_the_stale_rule_is_the_stores_one_home(book: ledger.Ledger) -> None:
     sooner = StaleRule(
         now=now() + week - timedelta(hours=1), grace=timedelta(hours=6), max_age=week
     )
-    with book.store.unit_of_work(write=False) as uow:
-        assert uow.count_stale_holds(later) == 1
-        assert uow.count_stale_holds(sooner) == 0
+    with book.store.reading() as reads:
+        assert reads.count_stale_holds(later) == 1
+        assert reads.count_stale_holds(sooner) == 0
 
         def holds(rule: StaleRule, only_stale: bool) -> list[bool]:
-            found = uow.holds(
+            found = reads.holds(
                 limit=10,
                 after=None,
                 user=None,

@@ -23,8 +23,8 @@ from ..stores import (
     BetRecord,
     DeliveryCount,
     PostingRecord,
+    Reads,
     StaleRule,
-    UnitOfWork,
 )
 from ..views import (
     HOUSE_FIELDS,
@@ -61,7 +61,7 @@ class Books(LedgerCore):
         """The user's balances, one per currency (or only ``currency``)."""
         user = check_user(user)
         wanted = check_currency(currency) if currency else None
-        rows = self._read(lambda uow: uow.balances(user))
+        rows = self._read(lambda reads: reads.balances(user))
         return self._balances(rows, wanted)
 
     def _balances(self, rows: list[AccountBalance], wanted: str | None) -> list[Balance]:
@@ -109,7 +109,7 @@ class Books(LedgerCore):
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InvalidRequest("limit must be between 1 and 10000")
         older_than = statement_position(before)
-        rows = self._read(lambda uow: uow.statement(user, wanted, limit + 1, older_than))
+        rows = self._read(lambda reads: reads.statement(user, wanted, limit + 1, older_than))
         lines = [
             StatementLine(
                 id=row.id,
@@ -147,7 +147,7 @@ class Books(LedgerCore):
         user = check_user(user)
         moment = parse_instant(at, "at")
         wanted = check_currency(currency) if currency else None
-        rows = self._read(lambda uow: uow.balances_at(user, moment))
+        rows = self._read(lambda reads: reads.balances_at(user, moment))
         return self._balances(rows, wanted)
 
     def holds(
@@ -175,7 +175,7 @@ class Books(LedgerCore):
         age = duration(older_than, "older_than") if older_than is not None else None
         placed_by = None if age is None else rule.now - age
         rows = self._read(
-            lambda uow: uow.holds(
+            lambda reads: reads.holds(
                 limit=limit + 1,
                 after=start,
                 user=who,
@@ -220,7 +220,7 @@ class Books(LedgerCore):
     def count_stale_holds(self) -> int:
         """How many open holds are stale now (the ``ledger_stale_holds`` gauge)."""
         rule = self.stale_rule()
-        return self._read(lambda uow: uow.count_stale_holds(rule))
+        return self._read(lambda reads: reads.count_stale_holds(rule))
 
     def house(
         self,
@@ -236,7 +236,7 @@ class Books(LedgerCore):
         wanted = check_currency(currency) if currency else None
         if start is not None and end is not None and end < start:
             raise InvalidRequest("until must not be before since")
-        rows = self._read(lambda uow: uow.house_totals(start, end, wanted))
+        rows = self._read(lambda reads: reads.house_totals(start, end, wanted))
         currencies = []
         for row in rows:
             scale = self.currencies.scale(row.currency)
@@ -256,7 +256,7 @@ class Books(LedgerCore):
         if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 366:
             raise InvalidRequest("days must be between 1 and 366")
         until = now or datetime.now(UTC)
-        rows = self._read(lambda uow: uow.hourly_totals(until - timedelta(days=days), until))
+        rows = self._read(lambda reads: reads.hourly_totals(until - timedelta(days=days), until))
         return [
             HourActivity(
                 hour=row.hour,
@@ -275,7 +275,7 @@ class Books(LedgerCore):
         if isinstance(hours, bool) or not isinstance(hours, int) or not 1 <= hours <= 24 * 366:
             raise InvalidRequest("hours must be between 1 and 8784")
         since = (now or datetime.now(UTC)) - timedelta(hours=hours)
-        return self._read(lambda uow: uow.count_deliveries(since))
+        return self._read(lambda reads: reads.count_deliveries(since))
 
     def bet(self, uid: int) -> BetView | None:
         """The recorded bet with its user's and tournament's names and its postings, or
@@ -283,13 +283,13 @@ class Books(LedgerCore):
         uid = check_id(uid, "bet uid")
 
         def read(
-            uow: UnitOfWork,
+            reads: Reads,
         ) -> tuple[BetRecord | None, list[PostingRecord], list[DeliveryRecord]]:
-            found = uow.bet(uid)
+            found = reads.bet(uid)
             if found is None:
                 return None, [], []
-            named = uow.deliveries(DeliveryFilter(bet=uid), BET_DELIVERIES, None)
-            return found, uow.bet_postings(found), named
+            named = reads.deliveries(DeliveryFilter(bet=uid), BET_DELIVERIES, None)
+            return found, reads.bet_postings(found), named
 
         found, legs, named = self._read(read)
         if found is None:
@@ -346,7 +346,7 @@ class Books(LedgerCore):
         another currency than its own, and two currencies never add up.
         """
         pool_uid = check_id(pool_uid, "pool uid")
-        rows = self._read(lambda uow: uow.pool_totals(pool_uid))
+        rows = self._read(lambda reads: reads.pool_totals(pool_uid))
         totals: dict[str, dict[str, Any]] = {}
         for row in rows:
             found = totals.setdefault(
@@ -392,5 +392,5 @@ class Books(LedgerCore):
         # never reconciles (every callback server) should not pay at start.
         from ..reconcile import reconcile
 
-        with self.store.unit_of_work(write=False) as uow:
-            return reconcile(source, uow.bet_records, self.currencies, pools_only=pools_only)
+        with self.store.reading() as reads:
+            return reconcile(source, reads.bet_records, self.currencies, pools_only=pools_only)

@@ -18,8 +18,8 @@ from ..settings import (
 )
 from ..stores import (
     CheckReport,
+    Reads,
     Store,
-    UnitOfWork,
 )
 from ..writer import Command, DirectWriter, GroupCommit, Writer
 from ..writer.process import ChildSpec, ProcessWriter
@@ -97,8 +97,8 @@ class LedgerCore:
         """Validate ``payload`` into a command and submit it (see :class:`.payloads.Decoders`)."""
         return self._decoders.submit(self.writer, payload, command)
 
-    def _read(self, work: Callable[[UnitOfWork], T], *, primary: bool = False) -> T:
-        """Run a read in a read-only unit of work: on the read replica when there is one.
+    def _read(self, work: Callable[[Reads], T], *, primary: bool = False) -> T:
+        """Run a read in a read-only transaction: on the read replica when there is one.
 
         Only reports come here (statements, bets, pool reports, balances as shown): every read
         that decides money (a balance before a debit, a bet's state, an idempotency key) happens
@@ -107,8 +107,8 @@ class LedgerCore:
         acknowledged write (the audit, the readiness probe).
         """
         store = self.store if primary or self.read_store is None else self.read_store
-        with store.unit_of_work(write=False) as uow:
-            return work(uow)
+        with store.reading() as reads:
+            return work(reads)
 
     def replica_lag(self) -> float | None:
         """Seconds a replica read may be behind the primary; ``None`` without a read replica."""
@@ -125,8 +125,9 @@ class LedgerCore:
 
     def check(self) -> CheckReport:
         """Verify the journal's invariants (DESIGN section 4) over the whole database."""
-        return self._read(lambda uow: uow.check(), primary=True)
+        with self.store.auditing() as audit:
+            return audit.check()
 
     def ping(self) -> None:
         """Raise :class:`~ledger.errors.StoreUnavailable` unless the database answers."""
-        self._read(lambda uow: uow.ping(), primary=True)
+        self._read(lambda reads: reads.ping(), primary=True)

@@ -58,7 +58,7 @@ class Directory(Books):
         limit = check_limit(limit)
         key = position(before, str, int)
         after = None if key is None else (cursor_time(key[0]), int(key[1]))
-        rows = self._read(lambda uow: uow.tournaments(status, search, limit + 1, after))
+        rows = self._read(lambda reads: reads.tournaments(status, search, limit + 1, after))
         page = page_of(rows, limit, lambda row: (timestamp_key(row.first_seen), row.uid))
         return Page([_tournament_view(row) for row in page.items], page.next)
 
@@ -66,7 +66,7 @@ class Directory(Books):
         """The tournament with its report per currency, or ``None`` when no payload and no bet
         named it."""
         uid = check_id(uid, "pool uid")
-        found = self._read(lambda uow: uow.tournament(uid))
+        found = self._read(lambda reads: reads.tournament(uid))
         if found is None:
             return None
         return _tournament_view(found, self.pool_report(uid))
@@ -82,7 +82,7 @@ class Directory(Books):
         limit = check_limit(limit)
         key = position(before, str, str)
         after = None if key is None else (cursor_time(key[0]), str(key[1]))
-        rows = self._read(lambda uow: uow.users(search, limit + 1, after))
+        rows = self._read(lambda reads: reads.users(search, limit + 1, after))
         # Every listed user has a first_seen: only users known by an account alone lack one,
         # and those are not in the list.
         page = page_of(rows, limit, lambda row: (timestamp_key(row.first_seen or _EPOCH), row.uid))
@@ -92,7 +92,7 @@ class Directory(Books):
         """The user with their balances; ``None`` unless a payload named them or they hold an
         account (a deposit creates one)."""
         uid = check_user(uid)
-        found = self._read(lambda uow: uow.user(uid))
+        found = self._read(lambda reads: reads.user(uid))
         if found is None:
             return None
         return _user_view(found, self.balance(uid))
@@ -101,7 +101,7 @@ class Directory(Books):
         """Raise ``user.not_found`` (404) unless a payload named the user or they hold an
         account: an unknown user must not look like one with nothing."""
         uid = check_user(uid)
-        if self._read(lambda uow: uow.user(uid)) is None:
+        if self._read(lambda reads: reads.user(uid)) is None:
             raise UserNotFound(f"user {uid} is unknown")
 
     def bets(
@@ -121,7 +121,7 @@ class Directory(Books):
         limit = check_limit(limit)
         key = position(before, int)
         after = None if key is None else int(key[0])
-        rows = self._read(lambda uow: uow.bets(user, pool, state, limit + 1, after))
+        rows = self._read(lambda reads: reads.bets(user, pool, state, limit + 1, after))
         page = page_of(rows, limit, lambda row: (row.bet.uid,))
         return Page([self._bet_view(row) for row in page.items], page.next)
 

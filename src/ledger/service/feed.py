@@ -53,7 +53,7 @@ class Feed(LedgerCore):
         limit = check_limit(limit)
         after = _delivery_position(before)
         chosen = wanted or DeliveryFilter()
-        rows = self._read(lambda uow: uow.deliveries(chosen, limit + 1, after))
+        rows = self._read(lambda reads: reads.deliveries(chosen, limit + 1, after))
         return page_of(rows, limit, _delivery_key)
 
     def prune_deliveries(self, days: int, *, batch: int = 1000) -> int:
@@ -80,13 +80,13 @@ class Feed(LedgerCore):
         size = check_limit(limit)
         wanted = events.parse_types(types)
         scale = self.currencies.scale
-        rows = self._read(lambda uow: uow.events(start, size, wanted))
+        rows = self._read(lambda reads: reads.events(start, size, wanted))
         found = [events.to_event(event_id, at, row, scale) for event_id, at, row in rows]
         return EventPage(found, found[-1].id if found else start)
 
     def last_event_id(self) -> int:
         """The newest committed event's id (0 before the first): the feed's head."""
-        return self._read(lambda uow: uow.last_event_id())
+        return self._read(lambda reads: reads.last_event_id())
 
     @property
     def events_appended(self) -> int:
@@ -131,7 +131,7 @@ class Feed(LedgerCore):
     def slowest_webhook(self) -> tuple[str, int] | None:
         """The webhook endpoint that has received the fewest events, and its cursor (the last
         event id it received); ``None`` when no endpoint was ever configured."""
-        return self._read(lambda uow: uow.slowest_webhook(), primary=True)
+        return self._read(lambda reads: reads.slowest_webhook(), primary=True)
 
 
 def _delivery_key(row: DeliveryRecord) -> tuple[str, int]:

@@ -1,8 +1,10 @@
-"""Stores: one UnitOfWork port, one module per concern, one module per database.
+"""Stores: narrow ports, one module per concern, one module per database.
 
-- :mod:`.base`: the port (:class:`UnitOfWork`, :class:`Store`) and the records it returns;
-- :mod:`.sql`: the SQL unit of work, its lifecycle and its writes; :mod:`.queries`: the reads and
-  reports; :mod:`.audit`: ``check()``, re-proving the invariants from the journal;
+- :mod:`.port`: the ports (:class:`UnitOfWork` that writes, :class:`Reads`, :class:`Audit`,
+  :class:`Store`); :mod:`.base`: the records they take and return;
+- :mod:`.sql`: the SQL unit of work, its lifecycle and its writes; :mod:`.reads`: the reads and
+  the audit over a read-only connection, with :mod:`.queries` (reports), :mod:`.directory`,
+  :mod:`.events`, :mod:`.deliveries` and :mod:`.audit` (``check()``, re-proving the invariants);
 - :mod:`.dialect`: the hooks a database supplies, implemented by :mod:`.sqlite` and
   :mod:`.postgres`;
 - :mod:`.schema`: the one SQLAlchemy Core schema; :mod:`.migrations`: Alembic.
@@ -29,14 +31,14 @@ from .base import (
     Staged,
     StaleRule,
     StatementRow,
-    Store,
     TournamentRecord,
-    UnitOfWork,
     UserRecord,
 )
+from .port import Audit, Reads, Store, UnitOfWork
 
 __all__ = [
     "AccountBalance",
+    "Audit",
     "BetRecord",
     "CheckReport",
     "ClosingOutcome",
@@ -46,6 +48,7 @@ __all__ = [
     "HouseTotals",
     "PoolTotals",
     "PostingRecord",
+    "Reads",
     "Retry",
     "Staged",
     "StaleRule",

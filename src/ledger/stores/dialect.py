@@ -46,7 +46,7 @@ class Dialect(Protocol):
 
     def connect(self, *, write: bool, bulk: bool = False) -> Connection:
         """A connection with a database transaction begun (``write`` takes the write lock
-        where the database has one; ``bulk``: see :meth:`ledger.stores.base.Store.unit_of_work`)."""
+        where the database has one; ``bulk``: see :meth:`ledger.stores.port.Store.unit_of_work`)."""
         ...
 
     def run(self, connection: Connection, sql: str, parameters: Sequence[Any] = ()) -> Any:

@@ -18,36 +18,24 @@ from json.encoder import encode_basestring_ascii
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
-from sqlalchemy import Connection, Engine, literal, select
+from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..deliveries import DeliveryFilter, DeliveryRecord
+from ..deliveries import DeliveryRecord
 from ..directory import Seen
 from ..domain import Bet, BetState, Transaction, account_kind
 from ..errors import CapacityExceeded, InsufficientFunds
 from ..events import EventRow
-from . import audit, closing, directory, queries, revision
+from . import closing, directory, queries, revision
 from . import deliveries as journal
 from . import events as feed
 from .base import (
-    AccountBalance,
-    BetRecord,
-    CheckReport,
     ClosingOutcome,
-    DeliveryCount,
-    HoldRow,
-    HourTotals,
-    HouseTotals,
-    PoolTotals,
-    PostingRecord,
     Retry,
     Staged,
-    StaleRule,
-    StatementRow,
-    TournamentRecord,
-    UserRecord,
 )
 from .dialect import BalanceMemo, Dialect
+from .reads import SqlReads
 from .schema import CAPACITY, bets, open_bets, postings, transactions
 
 __all__ = ["SqlStore", "SqlUnitOfWork"]
@@ -77,7 +65,7 @@ TRANSACTION_COLUMNS = ("id", "idempotency_key", "kind", "user_uid", "reference",
 class SqlStore:
     """A ledger in a SQL database: an engine, its URL, and the database's :class:`.Dialect`."""
 
-    # True when the database admits one writer at a time (SQLite); see ledger.stores.base.Store.
+    # True when the database admits one writer at a time (SQLite); see ledger.stores.port.Store.
     single_writer: bool = False
 
     def __init__(self, url: str, engine: Engine, dialect: Dialect) -> None:
@@ -94,6 +82,14 @@ class SqlStore:
 
     def unit_of_work(self, *, write: bool = True, bulk: bool = False) -> SqlUnitOfWork:
         return SqlUnitOfWork(self, write=write, bulk=bulk)
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[SqlReads]:
+        with self.translate_errors(), self.unit_of_work(write=False) as uow:
+            yield SqlReads(uow.connection, self.dialect)
+
+    def auditing(self) -> contextlib.AbstractContextManager[SqlReads]:
+        return self.reading()
 
     def close(self) -> None:
         self.engine.dispose()
@@ -121,7 +117,7 @@ class SqlStore:
 
 
 class SqlUnitOfWork:
-    """One database transaction; see :class:`ledger.stores.base.UnitOfWork`."""
+    """One database transaction; see :class:`ledger.stores.port.UnitOfWork`."""
 
     def __init__(self, store: SqlStore, *, write: bool, bulk: bool = False) -> None:
         self._store = store
@@ -178,6 +174,11 @@ class SqlUnitOfWork:
             connection.invalidate()
 
     @property
+    def connection(self) -> Connection:
+        """The open unit's connection (for the adapters' own mechanisms and tests)."""
+        return self._conn
+
+    @property
     def _conn(self) -> Connection:
         if self._connection is None:
             raise RuntimeError("the unit of work is not open")
@@ -222,10 +223,6 @@ class SqlUnitOfWork:
     def flush(self) -> None:
         with self._store.translate_errors():
             self._dialect.send_queued(self._conn)
-
-    def ping(self) -> None:
-        with self._store.translate_errors():
-            self._conn.execute(select(literal(1))).scalar_one()
 
     # --- bets -----------------------------------------------------------------------------------
 
@@ -482,16 +479,6 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             feed.append(self._conn, self._dialect, grp, first, rows)
 
-    def events(
-        self, after: int, limit: int, types: Sequence[str] | None
-    ) -> list[tuple[int, datetime, EventRow]]:
-        with self._store.translate_errors():
-            return feed.list_events(self._conn, after, limit, types)
-
-    def last_event_id(self) -> int:
-        with self._store.translate_errors():
-            return feed.last_id(self._conn)
-
     def prune_events(self, cutoff: datetime, batch: int, through: int | None = None) -> int:
         with self._store.translate_errors():
             return feed.prune(self._conn, cutoff, batch, through)
@@ -506,12 +493,6 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             journal.record(self._conn, self._dialect, records)
 
-    def deliveries(
-        self, wanted: DeliveryFilter, limit: int, after: tuple[datetime, int] | None
-    ) -> list[DeliveryRecord]:
-        with self._store.translate_errors():
-            return journal.list_deliveries(self._conn, wanted, limit, after)
-
     def prune_deliveries(self, cutoff: datetime, batch: int) -> int:
         with self._store.translate_errors():
             return journal.prune(self._conn, cutoff, batch)
@@ -522,129 +503,11 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             return self._dialect.read_balances(self._conn, keys, self._balances)
 
-    def bet_times(self, uid: int) -> tuple[datetime, datetime | None] | None:
-        query = select(bets.c.placed_at, bets.c.closed_at).where(bets.c.uid == uid)
-        with self._store.translate_errors():
-            row = self._conn.execute(query).first()
-        return None if row is None else (row.placed_at, row.closed_at)
-
-    def balances(self, user: str) -> list[AccountBalance]:
-        with self._store.translate_errors():
-            return queries.balances(self._conn, user)
-
-    def statement(
-        self, user: str, currency: str | None, limit: int, before: int | None
-    ) -> list[StatementRow]:
-        with self._store.translate_errors():
-            return queries.statement(self._conn, user, currency, limit, before)
-
-    def bet_records(
-        self, pools: Collection[int] | None = None, uids: Collection[int] | None = None
-    ) -> Iterator[list[tuple[Any, ...]]]:
-        with self._store.translate_errors():
-            yield from queries.bet_records(self._conn, pools, uids)
-
-    def pool_totals(self, pool_uid: int) -> list[PoolTotals]:
-        with self._store.translate_errors():
-            return queries.pool_totals(self._conn, self._dialect, pool_uid)
-
-    def balances_at(self, user: str, at: datetime) -> list[AccountBalance]:
-        with self._store.translate_errors():
-            return queries.balances_at(self._conn, user, at)
-
-    def holds(
-        self,
-        *,
-        limit: int,
-        after: tuple[datetime, int] | None,
-        user: str | None,
-        pool_uid: int | None,
-        placed_by: datetime | None,
-        rule: StaleRule,
-        only_stale: bool,
-    ) -> list[HoldRow]:
-        with self._store.translate_errors():
-            return queries.holds(
-                self._conn,
-                limit=limit,
-                after=after,
-                user=user,
-                pool_uid=pool_uid,
-                placed_by=placed_by,
-                rule=rule,
-                only_stale=only_stale,
-            )
-
-    def count_stale_holds(self, stale: StaleRule) -> int:
-        with self._store.translate_errors():
-            return queries.count_stale_holds(self._conn, stale)
-
-    def house_totals(
-        self, since: datetime | None, until: datetime | None, currency: str | None
-    ) -> list[HouseTotals]:
-        with self._store.translate_errors():
-            return queries.house_totals(self._conn, self._dialect, since, until, currency)
-
-    def hourly_totals(self, since: datetime, until: datetime) -> list[HourTotals]:
-        with self._store.translate_errors():
-            return queries.hourly_totals(self._conn, self._dialect, since, until)
-
-    def count_deliveries(self, since: datetime) -> list[DeliveryCount]:
-        with self._store.translate_errors():
-            return journal.count_deliveries(self._conn, since)
-
-    def check(self) -> CheckReport:
-        with self._store.translate_errors():
-            return audit.check(self._conn, self._dialect)
-
     # --- the directory (ledger.directory) ---------------------------------------------------
 
     def record_seen(self, seen: Seen) -> None:
         with self._store.translate_errors():
             directory.record_seen(self._conn, self._dialect, seen, datetime.now(UTC))
-
-    def tournaments(
-        self,
-        status: str | None,
-        search: str | None,
-        limit: int,
-        before: tuple[datetime, int] | None,
-    ) -> list[TournamentRecord]:
-        with self._store.translate_errors():
-            return directory.tournament_records(self._conn, status, search, limit, before)
-
-    def tournament(self, uid: int) -> TournamentRecord | None:
-        with self._store.translate_errors():
-            return directory.tournament_record(self._conn, uid)
-
-    def users(
-        self, search: str | None, limit: int, before: tuple[datetime, str] | None
-    ) -> list[UserRecord]:
-        with self._store.translate_errors():
-            return directory.user_records(self._conn, search, limit, before)
-
-    def user(self, uid: str) -> UserRecord | None:
-        with self._store.translate_errors():
-            return directory.user_record(self._conn, uid)
-
-    def bets(
-        self,
-        user: str | None,
-        pool: int | None,
-        state: str | None,
-        limit: int,
-        before: int | None,
-    ) -> list[BetRecord]:
-        with self._store.translate_errors():
-            return directory.bet_records(self._conn, user, pool, state, limit, before)
-
-    def bet(self, uid: int) -> BetRecord | None:
-        with self._store.translate_errors():
-            return directory.bet_record(self._conn, uid)
-
-    def bet_postings(self, found: BetRecord) -> list[PostingRecord]:
-        with self._store.translate_errors():
-            return directory.bet_postings(self._conn, found)
 
 
 def _json_object(secrets: Mapping[str, Any]) -> str:

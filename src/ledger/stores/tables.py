@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Connection
 
-from .base import Store
+from .port import Store
 from .sql import SqlStore
 
 __all__ = ["SideTables", "utc"]

@@ -38,7 +38,7 @@ class Command(Protocol[R_co]):
     @property
     def bulk(self) -> bool:
         """Whether its unit of work is a bulk one (a huge close, staged in the database): said
-        before the unit opens (:meth:`ledger.stores.base.Store.unit_of_work`)."""
+        before the unit opens (:meth:`ledger.stores.port.Store.unit_of_work`)."""
         ...
 
     @property
