@@ -29,9 +29,10 @@ from ledger import commands, writer
 from ledger.commands import closes
 from ledger.domain import Bet, Funding, Transaction, TxnKind, transfer, withdrawal
 from ledger.errors import LedgerError
-from ledger.stores import postgres
 from ledger.stores.base import Retry
-from ledger.stores.postgres import ID_BLOCK, PostgresDialect, PostgresStore
+from ledger.stores.postgres import ID_BLOCK, PostgresDialect, PostgresStore, arrays
+from ledger.stores.postgres import pipeline as pg_pipeline
+from ledger.stores.postgres import pool as pg_pool
 from support import payloads as P
 from support.books import balance, execute_raw
 
@@ -358,19 +359,19 @@ def test_a_batch_of_place_bets_reaches_postgres_in_two_round_trips(
         pg_book._place_command(P.place(P.entry(uid, amount=1, rake=0))) for uid in range(2, 12)
     ]
     sent: list[str] = []
-    pipeline, run = postgres._pipeline, postgres._run
+    pipeline, run = pg_pipeline._pipeline, pg_pipeline.run
 
     def counted_pipeline(*args: Any) -> Any:
         sent.append("pipeline")
         return pipeline(*args)
 
     def counted_run(connection: Any, sql: str | None, params: Any, *, lookup: bool = False) -> Any:
-        if sql is not None and not connection.info.get(postgres._PENDING):
+        if sql is not None and not connection.info.get(pg_pipeline._PENDING):
             sent.append(sql)  # sent on its own, outside a pipeline
         return run(connection, sql, params, lookup=lookup)
 
-    monkeypatch.setattr(postgres, "_pipeline", counted_pipeline)
-    monkeypatch.setattr(postgres, "_run", counted_run)
+    monkeypatch.setattr(pg_pipeline, "_pipeline", counted_pipeline)
+    monkeypatch.setattr(pg_pipeline, "run", counted_run)
     group = pg_book.writer
     assert isinstance(group, writer.GroupCommit)
     answers = group.apply_now(commands)
@@ -468,14 +469,14 @@ def test_writes_of_locked_balances_are_queued_and_never_prepared(pg_book: ledger
 def test_bulk_arrays_of_every_kind_reach_postgres_exactly_as_given(pg_book: ledger.Ledger) -> None:
     now = datetime.now(UTC)
     cases: list[tuple[str, list[Any]]] = [
-        ("text", postgres._Texts(["user:u1", "é ü 字", "", None, "a'b\"c,{}"])),
-        ("text", postgres._Texts(["only"])),
-        ("text", postgres._Texts([])),
-        ("bigint", postgres._Bigints([0, -1, 2**63 - 1, -(2**63) + 1])),
-        ("bigint", postgres._Bigints([1, None, 3])),
-        ("numeric", postgres._Numerics([0, -5, 10**37, -(10**38) + 1, None])),
-        ("timestamptz", postgres._Times([now, now, now])),
-        ("timestamptz", postgres._Times([now, now - timedelta(days=1), None])),
+        ("text", arrays.Texts(["user:u1", "é ü 字", "", None, "a'b\"c,{}"])),
+        ("text", arrays.Texts(["only"])),
+        ("text", arrays.Texts([])),
+        ("bigint", arrays.Bigints([0, -1, 2**63 - 1, -(2**63) + 1])),
+        ("bigint", arrays.Bigints([1, None, 3])),
+        ("numeric", arrays.Numerics([0, -5, 10**37, -(10**38) + 1, None])),
+        ("timestamptz", arrays.Times([now, now, now])),
+        ("timestamptz", arrays.Times([now, now - timedelta(days=1), None])),
     ]
     with _store(pg_book).engine.connect() as connection:
         driver = connection.connection.driver_connection
@@ -516,11 +517,11 @@ def test_a_pooled_connection_is_pinged_only_after_sitting_idle(
         return bool(ping(dbapi_connection))
 
     monkeypatch.setattr(store.engine.dialect, "do_ping", counted)
-    monkeypatch.setattr(postgres, "PING_IDLE", 60.0)
+    monkeypatch.setattr(pg_pool, "PING_IDLE", 60.0)
     for _ in range(3):
         _backend(store)
     assert pings == []  # used moments ago: alive, or its first statement says otherwise
-    monkeypatch.setattr(postgres, "PING_IDLE", 0.0)
+    monkeypatch.setattr(pg_pool, "PING_IDLE", 0.0)
     _backend(store)
     assert len(pings) == 1
 
@@ -531,7 +532,7 @@ def test_an_idle_pooled_connection_whose_server_went_away_is_replaced_before_use
     store = _store(pg_book)
     gone = _backend(store)
     _terminate_all(store)
-    monkeypatch.setattr(postgres, "PING_IDLE", 0.0)  # they have sat idle
+    monkeypatch.setattr(pg_pool, "PING_IDLE", 0.0)  # they have sat idle
     assert _backend(store) != gone  # no error: the ping found it dead, a new one was used
     pg_book.deposit("u1", "EUR", "1.00", reference="after")
     assert balance(pg_book, "u1") == (D("1.00"), D("0.00"))
@@ -543,7 +544,7 @@ def test_a_busy_pooled_connection_whose_server_went_away_fails_one_unit_then_the
     store = _store(pg_book)
     _backend(store)
     _terminate_all(store)
-    monkeypatch.setattr(postgres, "PING_IDLE", 60.0)  # every pooled connection used moments ago
+    monkeypatch.setattr(pg_pool, "PING_IDLE", 60.0)  # every pooled connection used moments ago
     # Not pinged: its first statement fails, retryable for the platform.
     with pytest.raises(ledger.StoreUnavailable):
         pg_book.deposit("u1", "EUR", "1.00", reference="lost")

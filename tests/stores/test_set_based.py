@@ -703,6 +703,7 @@ def test_on_postgres_a_set_based_close_samples_its_temporary_tables_lightly_for_
     # ANALYZE of the close's temporary tables reads 300 rows per unit of the statistics target:
     # 30,000 by default, most of a 100,000-item close. Only the close's transaction samples less.
     from ledger.stores import postgres
+    from ledger.stores.postgres import dialect as pg_dialect
 
     monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     targets: list[str] = []
@@ -720,5 +721,5 @@ def test_on_postgres_a_set_based_close_samples_its_temporary_tables_lightly_for_
         with store.engine.connect() as connection:  # type: ignore[attr-defined]
             after = connection.exec_driver_sql("SHOW default_statistics_target").scalar()
     # close_stage, close_rows, close_legs, close_deltas; then back to the server's default.
-    assert targets == [str(postgres.CLOSE_STATISTICS)] * 4
+    assert targets == [str(pg_dialect.CLOSE_STATISTICS)] * 4
     assert after == "100"

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from sqlalchemy import Column, Integer, MetaData, String, Table, text
 from sqlalchemy.exc import IntegrityError
 
-from ledger.stores.sqlite import MULTI_ROW, SqliteStore, _multi_row_chunks
+from ledger.stores.sqlite import MULTI_ROW, SqliteStore
+from ledger.stores.sqlite.bulk import multi_row_chunks
 
 metadata = MetaData()
 things = Table(
@@ -47,7 +48,7 @@ def test_every_row_goes_into_exactly_one_statement_in_order_through_power_of_two
     rows = [(n, f"r{n}") for n in range(count)]
     flattened: list[Any] = []
     shapes = []
-    for size, statements in _multi_row_chunks(rows, largest):
+    for size, statements in multi_row_chunks(rows, largest):
         shapes.append(size)
         for parameters in statements:
             assert len(parameters) == 2 * size

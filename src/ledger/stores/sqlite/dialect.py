@@ -1,55 +1,23 @@
-"""The SQLite store: the embedded, zero-set-up default.
-
-Durability is not traded for speed: WAL with ``synchronous=FULL`` fsyncs every commit. Writers
-take the database lock up front with ``BEGIN IMMEDIATE`` so that two writers never both read and
-then collide on upgrade (which SQLite would fail with ``SQLITE_BUSY`` instead of waiting), and a
-busy timeout makes a writer wait for the lock rather than fail.
-
-Amounts beyond 64 bits (SQLite's integers) are stored as their exact decimal text (see
-:mod:`.schema`). So that SQLite's own arithmetic, which overflows into inexact REALs, never
-touches money, this module adds balances in Python, which the single writer makes safe: under
-``BEGIN IMMEDIATE`` nobody else writes between the read and the write. Sums over many rows go
-through ``ledger_sum``, an exact aggregate registered on every connection.
-
-Several processes may write one file (``ledger serve --workers N``). SQLite's own wait for its
-write lock is a poll whose sleeps grow to 100 ms, so two busy writers handed the lock back and
-forth slowly (two workers served fewer Place Bets than one, with a p99 of 870 ms). Each writing
-unit of work therefore first takes an ``flock`` on a companion file (``<db>-writer``), waiting
-up to the same busy timeout, and only then ``BEGIN IMMEDIATE``: the kernel wakes the next writer
-the moment the last one lets go. SQLite's lock still guards the data; this one only decides who
-asks for it next.
-
-The copy of the log into the database (a checkpoint) is not a commit's work: each store's
-:class:`Checkpointer` copies it on a thread of its own, at most once every
-:data:`CHECKPOINT_INTERVAL` seconds while writes come in, and the next writer's commit copies
-the few pages written meanwhile so that the log starts over. SQLite's automatic checkpoint, by
-default in a commit every 1,000 pages, stays on only as a backstop (:data:`AUTOCHECKPOINT_PAGES`).
-"""
+"""SQLite's :class:`~ledger.stores.dialect.Dialect`: its SQL variants and bulk I/O, balances
+added in Python under the single writer's lock (amounts beyond 64 bits are exact decimal text)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import functools
 import json
 import logging
 import os
 import sqlite3
-import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from itertools import chain
 from operator import itemgetter
-from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event, func
-from sqlalchemy.engine import make_url
+from sqlalchemy import Connection, Engine, Table, func
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement
 
-from ..errors import (
+from ...errors import (
     CapacityExceeded,
     InsufficientFunds,
     LedgerError,
@@ -57,133 +25,16 @@ from ..errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
-from . import events as feed
-from .base import Retry
-from .dialect import BalanceMemo, remembered
-from .queries import BET_SELECT
-from .schema import CAPACITY, INT64_MAX, Amount, from_stored, to_stored
-from .sql import SqlStore
+from .. import events as feed
+from ..base import Retry
+from ..dialect import BalanceMemo, remembered
+from ..queries import BET_SELECT
+from ..schema import CAPACITY, INT64_MAX, Amount, from_stored, to_stored
+from .bulk import largest_statement, multi_row_chunks, multi_row_insert
+from .checkpointer import AUTOCHECKPOINT_PAGES, Checkpointer
+from .writer_lock import WriterLock
 
-# Helper threads SQLite's sorter may start for one large sort (see SqliteStore._on_connect):
-# one per core beside the statement's own thread; SQLite allows at most 8.
-SORTER_THREADS = max(1, min(8, (os.cpu_count() or 1) - 1))
-
-__all__ = ["SqliteDialect", "SqliteStore"]
-
-log = logging.getLogger(__name__)
-
-
-class ExactSum:
-    """``ledger_sum(amount)``: SQL's ``SUM`` over stored amounts, exact at any size.
-
-    SQLite's ``SUM`` raises on 64-bit overflow and reads wide text as a REAL. This one adds
-    Python integers and answers in the stored form (an INTEGER, or text beyond 64 bits), so its
-    result compares equal to a stored balance exactly when the values are equal. Anything but
-    an integer or such text is an error, never a guess.
-    """
-
-    __slots__ = ("total",)
-
-    def __init__(self) -> None:
-        self.total: int | None = None
-
-    def step(self, value: int | str | None) -> None:
-        if value is None:
-            return
-        if value.__class__ is not int:
-            if value.__class__ is not str:
-                raise TypeError(f"ledger_sum: {value!r} is not an exact amount")
-            value = int(value)
-        self.total = (self.total or 0) + value
-
-    def finalize(self) -> int | str | None:
-        return None if self.total is None else to_stored(self.total)
-
-
-class SqliteStore(SqlStore):
-    """A ledger in one SQLite file; upgrades its own schema on first use."""
-
-    single_writer = True
-
-    def __init__(
-        self,
-        url: str,
-        *,
-        busy_timeout: float = 10.0,
-        migrate: bool = True,
-        create: bool = True,
-    ) -> None:
-        parsed = make_url(url)
-        if not parsed.database or parsed.database == ":memory:":
-            raise ValueError("the SQLite store needs a file: sqlite:///path/to/ledger.db")
-        path = Path(parsed.database).expanduser()
-        if not create and not path.is_file():
-            # A reader given a mistyped path must not report a new, empty, clean ledger.
-            raise LedgerError(
-                f"no SQLite database at {str(path)!r}: check the URL, or create it with "
-                "`ledger db upgrade`",
-                key="store.not_found",
-            )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.url = url
-        self.busy_timeout = busy_timeout
-        engine = create_engine(
-            url,
-            connect_args={"timeout": busy_timeout, "check_same_thread": False},
-            pool_size=8,
-            max_overflow=16,
-        )
-        event.listen(engine, "connect", self._on_connect)
-        event.listen(engine, "begin", self._on_begin)
-        lock = WriterLock(path.with_name(path.name + "-writer"), busy_timeout)
-        self._checkpointer = Checkpointer(path)
-        super().__init__(url, engine, SqliteDialect(engine, self._checkpointer, lock))
-        if migrate:
-            self.migrate()
-
-    def close(self) -> None:
-        # A checkpoint still copying finishes first (it is safe to stop at any point, but a
-        # closed store should leave no thread of its own behind); one not yet started is not:
-        # the last connection to close copies the whole log anyway.
-        self._checkpointer.close(self.busy_timeout)
-        super().close()
-
-    def _on_connect(self, dbapi_connection: sqlite3.Connection, _record: Any) -> None:
-        # Take transactions out of the sqlite3 module's hands so that we can say BEGIN IMMEDIATE.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
-        cursor.execute(f"PRAGMA busy_timeout={int(self.busy_timeout * 1000)}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        # Helper threads for SQLite's sorter: a sort too large for memory (a settle of a
-        # million participants sorts its legs, deltas and users) is cut into runs that these
-        # sort and merge beside the statement's own thread. A small sort never starts one.
-        # Settle of 1,000,000 participants (benchmarks/settle_split.py): 29.8 -> 27.1 s
-        # (postings 5.5 -> 4.7 s, users 2.9 -> 2.3 s); one thread or two measured the same on
-        # two cores.
-        cursor.execute(f"PRAGMA threads={SORTER_THREADS}")
-        # The backstop only (see Checkpointer). Said, not assumed: a huge close's commit turns
-        # it off and back to this value.
-        cursor.execute(f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
-        # The balancing trigger calls ledger_sum; a schema that may call application functions.
-        cursor.execute("PRAGMA trusted_schema=ON")
-        cursor.close()
-        # typeshed wants a finalize() of int only; SQLite takes int, str or None.
-        dbapi_connection.create_aggregate("ledger_sum", 1, cast(Any, ExactSum))
-
-    @staticmethod
-    def _on_begin(connection: Connection) -> None:
-        options = connection.get_execution_options()
-        # Where this transaction keeps its temporary data (SqliteDialect.connect), said before
-        # BEGIN: SQLite decides where a transaction's statement journals go when it begins, and
-        # refuses to move temporary storage inside one that has used it.
-        temp = options.get("ledger_temp", "DEFAULT")
-        info = connection.connection.info  # the driver connection's, kept across checkouts
-        if info.get("temp_store", "DEFAULT") != temp:
-            connection.exec_driver_sql(f"PRAGMA temp_store={temp}")
-            info["temp_store"] = temp
-        connection.exec_driver_sql(f"BEGIN {options.get('ledger_begin', 'IMMEDIATE')}")
+log = logging.getLogger("ledger.stores.sqlite")
 
 
 class SqliteDialect:
@@ -326,9 +177,9 @@ class SqliteDialect:
         rows = _stored_rows(rows, _money_columns(table, tuple(columns)))
         verb = "INSERT OR IGNORE" if ignore_conflicts else "INSERT"
         head = f"{verb} INTO {table.name} ({', '.join(columns)})"
-        largest = _largest_statement(_driver(connection), len(columns))
-        for size, chunks in _multi_row_chunks(rows, largest):
-            sql = _multi_row_insert(head, len(columns), size, upsert)
+        largest = largest_statement(_driver(connection), len(columns))
+        for size, chunks in multi_row_chunks(rows, largest):
+            sql = multi_row_insert(head, len(columns), size, upsert)
             _run(connection, sql, chunks, many=True)
 
     def debit_balances(
@@ -502,168 +353,6 @@ class SqliteDialect:
         return StoreUnavailable(f"the database failed: {message}")
 
 
-# A commit that leaves the log past this many pages (800 MiB) copies it into the database (a
-# checkpoint) before it returns: a backstop, set on every connection (SqliteStore._on_connect),
-# for when the Checkpointer cannot keep up. SQLite's default, 1,000, made every eighth group
-# commit of Place Bets under benchmark (a) copy the same hot pages again (the ends of the
-# tables, the leaves of the users' indexes) and sync the database file, in the commit.
-AUTOCHECKPOINT_PAGES = 200_000
-
-# The Checkpointer starts a pass at most this often (seconds). A pass copies each page once
-# however many commits changed it since the last, so a longer interval copies less; the log
-# holds what is written in one (about 95,000 pages, 370 MiB, under benchmark (a); read again
-# when a crashed database opens). Benchmark (a) on SQLite, 15 s runs alternated (issue 11's
-# note): 0.66 to 0.69 of the echo with the copy every 1,000 pages in the commit; a pass every
-# 2 s 0.71 and 0.72, every 3 s 0.73 to 0.75.
-CHECKPOINT_INTERVAL = 3.0
-
-
-class Checkpointer:
-    """Copies the write-ahead log into the database on a thread of its own, beside the writers.
-
-    Asked after every write commit (:meth:`SqliteDialect.committed`), and after a huge write
-    committed with its checkpoint deferred (:meth:`SqliteDialect.defer_checkpoint`). A pass
-    starts at once if the last one began :attr:`interval` seconds ago or more, else when it
-    has; requests meanwhile make one pass. A pass is PASSIVE: it copies what no reader still
-    needs and waits for nobody, while writers append to the log as usual; it goes again (up to
-    :data:`PASSES` times) while the log grew during it, each round shorter. The log starts over
-    only when a writer begins with all of it in the database, which under steady writes a pass
-    cannot arrange: so once a pass is done, :meth:`caught_up` tells the next writer to copy
-    the rest itself, just after its commit (:meth:`SqliteDialect.committed`). What a pass
-    leaves (a reader held an old snapshot; an error) is copied by the next one, or at worst by
-    a commit's automatic checkpoint past :data:`AUTOCHECKPOINT_PAGES`."""
-
-    PASSES = 3
-
-    def __init__(self, path: Path, interval: float = CHECKPOINT_INTERVAL) -> None:
-        self.path = path
-        self.interval = interval
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._again = False
-        self._began = -interval  # time.monotonic() of the last pass's start
-        self._done = False  # a pass finished since a writer last asked (caught_up)
-        self._closed = threading.Event()
-
-    def request(self) -> None:
-        with self._lock:
-            if self._thread is not None:
-                self._again = True
-                return
-            if self._closed.is_set():
-                return
-            self._thread = threading.Thread(target=self._run, name="ledger-checkpoint", daemon=True)
-            self._thread.start()
-
-    def caught_up(self) -> bool:
-        """Whether a pass finished since the last call (which says so only once)."""
-        if not self._done:  # the common case, without the lock: a plain read
-            return False
-        with self._lock:
-            done, self._done = self._done, False
-        return done
-
-    def join(self, timeout: float) -> None:
-        """Wait (at most ``timeout`` seconds) for the passes under way or due."""
-        with self._lock:
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
-    def close(self, timeout: float) -> None:
-        """Start no more passes; wait (at most ``timeout`` seconds) for one under way."""
-        self._closed.set()
-        self.join(timeout)
-
-    def _run(self) -> None:
-        while True:
-            wait = self._began + self.interval - time.monotonic()
-            if wait > 0 and self._closed.wait(wait):
-                with self._lock:
-                    self._thread = None
-                return
-            self._began = time.monotonic()
-            self._pass()
-            with self._lock:  # with the decision: a request meanwhile sees this thread or none
-                if not self._again or self._closed.is_set():
-                    self._thread = None
-                    return
-                self._again = False
-
-    def _pass(self) -> None:
-        try:
-            with contextlib.closing(sqlite3.connect(self.path)) as database:
-                for _ in range(self.PASSES):
-                    busy, logged, copied = database.execute(
-                        "PRAGMA wal_checkpoint(PASSIVE)"
-                    ).fetchone()
-                    if busy or copied >= logged:
-                        break
-        except sqlite3.Error as error:
-            log.warning("a checkpoint failed (the next one copies the log): %s", error)
-            return
-        with self._lock:
-            self._done = True
-
-
-class WriterLock:
-    """Who writes next, across the processes and threads writing one SQLite file (see the module
-    docstring): an ``flock`` on a companion file, given up after the busy timeout."""
-
-    def __init__(self, path: Path, timeout: float) -> None:
-        self.path = path
-        self.timeout = timeout
-
-    def acquire(self) -> int:
-        """The descriptor holding the lock; closing it releases the lock."""
-        # A descriptor per acquisition: flock excludes open file descriptions, so two threads
-        # of one process exclude each other too.
-        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return descriptor
-        except BlockingIOError:
-            pass
-        except BaseException:
-            os.close(descriptor)
-            raise
-        return self._wait(descriptor)
-
-    def _wait(self, descriptor: int) -> int:
-        # A blocking flock wakes the moment the holder lets go (polling wasted up to a sleep's
-        # length at every hand-over, and CPU on every poll), but it has no timeout: it waits
-        # on a thread of its own, and a writer that gives up leaves it to let go of the lock
-        # as soon as it gets it (or of nothing, if it fails).
-        outcome: list[BaseException | None] = []
-        settled = threading.Lock()
-        arrived = threading.Event()
-
-        def block() -> None:
-            try:
-                fcntl.flock(descriptor, fcntl.LOCK_EX)
-                error: BaseException | None = None
-            except OSError as failure:
-                error = failure
-            with settled:
-                if outcome:  # the writer gave up: nobody will close it
-                    os.close(descriptor)
-                    return
-                outcome.append(error)
-            arrived.set()
-
-        threading.Thread(target=block, name="ledger-writer-lock", daemon=True).start()
-        arrived.wait(self.timeout)
-        with settled:
-            if not outcome:
-                outcome.append(None)  # tells the waiting thread that it is on its own
-                raise StoreBusy(f"another writer held the database for over {self.timeout:g} s")
-        error = outcome[0]
-        if error is not None:
-            os.close(descriptor)
-            raise StoreUnavailable(f"the database's writer lock failed: {error!r}")
-        return descriptor
-
-
 def _too_large(name: str, currency: str) -> str:
     return f"account {name} {currency} would exceed the {len(str(CAPACITY))} digits a store holds"
 
@@ -746,44 +435,6 @@ def _read_balances(
 def _money_columns(table: Table, columns: tuple[str, ...]) -> list[int]:
     """Where among ``columns`` the amounts are (looked up once per statement shape)."""
     return [n for n, name in enumerate(columns) if isinstance(table.c[name].type, Amount)]
-
-
-# Rows per multi-row INSERT at most: past a few hundred, a statement saves nothing more.
-MULTI_ROW = 512
-
-
-def _largest_statement(driver: sqlite3.Connection, width: int) -> int:
-    """The most rows of ``width`` columns one INSERT takes: a power of two, at most
-    :data:`MULTI_ROW`, within the connection's limit on parameters (999 before SQLite 3.32)."""
-    fits = max(1, driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
-    return 1 << (min(MULTI_ROW, fits).bit_length() - 1)
-
-
-def _multi_row_chunks(
-    rows: Sequence[tuple[Any, ...]], largest: int
-) -> Iterator[tuple[int, list[list[Any]]]]:
-    """``rows`` as the parameters of multi-row INSERTs: ``(rows per statement, [flattened
-    parameters of each statement])``, the largest statements first, then at most one of each
-    smaller power of two (so that a handful of statement shapes serve every row count, and
-    the driver's statement cache compiles each once)."""
-    full = len(rows) - len(rows) % largest
-    if full:
-        flat = chain.from_iterable
-        yield largest, [list(flat(rows[at : at + largest])) for at in range(0, full, largest)]
-    start, size = full, largest
-    while start < len(rows):
-        size >>= 1
-        if len(rows) - start >= size:
-            yield size, [list(chain.from_iterable(rows[start : start + size]))]
-            start += size
-
-
-@functools.cache
-def _multi_row_insert(head: str, width: int, size: int, upsert: str | None) -> str:
-    """``head VALUES (?, ...), ...`` for ``size`` rows of ``width`` columns, then ``upsert``."""
-    row = f"({', '.join('?' * width)})"
-    sql = f"{head} VALUES {', '.join([row] * size)}"
-    return sql if upsert is None else f"{sql} {upsert}"
 
 
 def _driver(connection: Connection) -> sqlite3.Connection:
