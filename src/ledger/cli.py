@@ -792,3 +792,8 @@ from .webhook_commands import COMMANDS as _WEBHOOK_COMMANDS  # noqa: E402
 
 for _command in _WEBHOOK_COMMANDS:
     main.add_command(_command)
+
+# ``ledger db backup DEST`` (ledger.backup): a checked copy of a live SQLite ledger.
+from .backup import command as _BACKUP_COMMAND  # noqa: E402
+
+db.add_command(_BACKUP_COMMAND)
