@@ -295,7 +295,7 @@ class SqliteDialect:
             return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
         return moment.isoformat(" ", "microseconds")[:26]
 
-    set_based_up_to = None  # measured from 1,000 to 1,000,000 items (README, Performance)
+    set_based_up_to = None  # measured from 1,000 to 1,000,000 items (docs/performance.md)
 
     # SQLite spells IS DISTINCT FROM only since 3.39; IS NOT is the same test on every version.
     distinct_from = "IS NOT"
@@ -512,9 +512,9 @@ AUTOCHECKPOINT_PAGES = 200_000
 # The Checkpointer starts a pass at most this often (seconds). A pass copies each page once
 # however many commits changed it since the last, so a longer interval copies less; the log
 # holds what is written in one (about 95,000 pages, 370 MiB, under benchmark (a); read again
-# when a crashed database opens). Benchmark (a) on SQLite, 15 s runs alternated (issue 11's
-# note): 0.66 to 0.69 of the echo with the copy every 1,000 pages in the commit; a pass every
-# 2 s 0.71 and 0.72, every 3 s 0.73 to 0.75.
+# when a crashed database opens). Benchmark (a) on SQLite, 15 s runs alternated
+# (docs/performance.md): 0.66 to 0.69 of the echo with the copy every 1,000 pages in the
+# commit; a pass every 2 s 0.71 and 0.72, every 3 s 0.73 to 0.75.
 CHECKPOINT_INTERVAL = 3.0
 
 
