@@ -797,3 +797,8 @@ for _command in _WEBHOOK_COMMANDS:
 from .backup import command as _BACKUP_COMMAND  # noqa: E402
 
 db.add_command(_BACKUP_COMMAND)
+
+# ``ledger db copy TARGET`` (ledger.store_copy): a SQLite ledger moved whole into Postgres.
+from .store_copy import command as _COPY_COMMAND  # noqa: E402
+
+db.add_command(_COPY_COMMAND)
