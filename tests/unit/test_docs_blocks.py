@@ -68,3 +68,17 @@ def test_the_configuration_table_names_every_variable_the_code_reads() -> None:
             read.update(VARIABLE.findall(path.read_text()))
     assert {"LEDGER_DB_STATEMENT_TIMEOUT", "LEDGER_EVENT_RETENTION_DAYS"} <= read
     assert sorted(read - documented) == []
+
+
+METRIC = re.compile(r"\b(Counter|Gauge|Histogram|CounterMetricFamily)\(\s*\"(ledger_[a-z_]+)\"")
+
+
+def test_the_monitoring_page_explains_every_metric_the_server_exports() -> None:
+    page = (ROOT / "docs" / "operations" / "monitoring.md").read_text()
+    exported = set()
+    for path in (ROOT / "src" / "ledger").rglob("*.py"):
+        for kind, name in METRIC.findall(path.read_text()):
+            counter = kind in ("Counter", "CounterMetricFamily")
+            exported.add(f"{name}_total" if counter else name)
+    assert len(exported) == 10
+    assert sorted(name for name in exported if f"| `{name}` |" not in page) == []
