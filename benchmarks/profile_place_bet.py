@@ -4,7 +4,7 @@
 
 Starts ``ledger serve`` (SQLite in a temporary directory unless ``--db``), loads it with wrk as
 ``run.py`` does (one new Place Bet per request, 64 connections), and meanwhile samples only the
-thread that holds the GIL (``py-spy record --gil``, the issue's method). Writes
+thread that holds the GIL (``py-spy record --gil``: what the event loop and the writer cost). Writes
 ``<out>.txt`` (collapsed stacks, for any flame graph tool), and prints the frames that appear in the
 largest share of samples, with the server's CPU microseconds per request.
 """

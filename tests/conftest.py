@@ -77,7 +77,8 @@ class PostgresCluster:
 @pytest.fixture(scope="session", autouse=True)
 def _prepare_threshold_from_env() -> Iterator[None]:
     """``LEDGER_TEST_PG_PREPARE_THRESHOLD=none``: every Postgres store of the run prepares no
-    statement server-side, as behind pgbouncer in transaction mode (README, pgbouncer)."""
+    statement server-side, as behind pgbouncer in transaction mode
+    (docs/operations/high-availability.md, pgbouncer)."""
     given = os.environ.get("LEDGER_TEST_PG_PREPARE_THRESHOLD")
     if not given:
         yield

@@ -1,4 +1,4 @@
-"""Signed webhooks: their configuration, signatures, retry schedule and status (issue 13).
+"""Signed webhooks: their configuration, signatures, retry schedule and status.
 
 A sender (:mod:`ledger.http.webhooks`, started by ``ledger serve``) posts the event feed to each
 configured endpoint in batches, in commit order, at least once, signed with the endpoint's
@@ -72,7 +72,7 @@ LEASE_MARGIN = 1.0
 DEFAULT_TOLERANCE = 300
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
-# Below this a secret is guessable; 32 random bytes as hex is what the README suggests.
+# Below this a secret is guessable; 32 random bytes as hex is what docs/webhooks.md suggests.
 MIN_SECRET_LENGTH = 16
 
 

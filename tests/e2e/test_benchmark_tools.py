@@ -1,4 +1,4 @@
-"""The benchmark tools the README's Performance section runs: they start and report.
+"""The benchmark tools benchmarks/README.md runs: they start and report.
 
 The long runs (``run.py``, ``profile_place_bet.py``) are not run here; their CPU accounting is,
 on a process of the test's own, and ``hot_path_parts.py`` and ``writer_child.py`` run whole with

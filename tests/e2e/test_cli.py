@@ -1,4 +1,4 @@
-"""The ``ledger`` command's books: reads that never create a database, paging, the README's
+"""The ``ledger`` command's books: reads that never create a database, paging, docs/questions.md's
 examples, and errors and warnings in the project's words (``error: <key>: <message>``)."""
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from ledger.cli import COMMANDS, main
 from ledger.kit.ticket_api import ServerThread, TicketStore, create_ticket_app
 from support.httpkit import CLIENT, SECRET
 from support.payloads import entry, place
+from support.readme import ROOT, marked_block
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+KIT_PAGE = ROOT / "docs" / "kit.md"
 
 
 def run(*args: str, env: Mapping[str, str | None] | None = None) -> Result:
@@ -101,21 +102,18 @@ def test_bet_view_shows_when_the_bet_was_placed(tmp_path: Path) -> None:
     assert view["closed_at"] is None
 
 
-# --- the README's command-line block, as written -------------------------------------------------
+# --- docs/questions.md's command-line block, as written -----------------------------------
 
 
-def readme_block(heading: str) -> str:
-    text = README.read_text()
-    section = text[text.index(heading) :]
-    return section[section.index("```sh\n") + 6 : section.index("\n```", section.index("```sh"))]
+BOOKS = "<!-- tested by tests/e2e/test_cli.py: the books from the command line -->"
 
 
 def test_the_readme_books_commands_run_as_written_and_print_what_it_shows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # the README relies on the default database, ./ledger.db
+    monkeypatch.chdir(tmp_path)  # the page relies on the default database, ./ledger.db
     shown = 0
-    for line in readme_block("## The books from the command line").splitlines():
+    for line in marked_block(BOOKS, path="docs/questions.md").splitlines():
         if not line.startswith(".venv/bin/ledger "):
             continue  # a continued comment
         command, _, comment = line.partition("#")
@@ -169,9 +167,10 @@ def test_ticket_errors_print_as_the_readme_shows(ticket_api: str) -> None:
     result = run("tickets", "create", *past, "--buy-in", "5.00", "--secret", SECRET, env=env)
     assert result.exit_code == 1
     line = result.stderr.strip()
-    # The API's message (its translation key) first, then its descriptive error, as README says.
+    # The API's message (its translation key) first, then its descriptive error, as docs/kit.md
+    # says.
     assert line == "error: 422 tournament_ticket.due_at_in_past: dueAt must be in the future"
-    assert f"`{line}`" in README.read_text()
+    assert f"`{line}`" in KIT_PAGE.read_text()
 
 
 # --- a command imports what it runs ---------------------------------------------------------------

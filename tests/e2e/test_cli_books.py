@@ -1,5 +1,5 @@
 """The operator's books from the command line, on both stores: balances at a moment, statements
-with running balances (cursor, CSV), open and stale holds, house summaries, and the README's
+with running balances (cursor, CSV), open and stale holds, house summaries, and docs/questions.md's
 "Answering an operator's questions" block as written."""
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from click.testing import CliRunner, Result
 import ledger
 from ledger.cli import main
 from support.payloads import entry, place, settle
+from support.readme import marked_block
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+QUESTIONS = "<!-- tested by tests/e2e/test_cli_books.py: balances, house, holds -->"
 
 
 def run(*args: str, env: Mapping[str, str | None] | None = None) -> Result:
@@ -122,19 +123,17 @@ def test_house_summarises_a_period(store_url: str) -> None:
     assert "  house:rake       1.00" in text
 
 
-# --- the README's block, as written ---------------------------------------------------------------
+# --- docs/questions.md's block, as written ------------------------------------------------------
 
 
 def test_the_readme_operator_questions_run_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.chdir(tmp_path)  # the README relies on the default database, ./ledger.db
+    monkeypatch.chdir(tmp_path)  # the page relies on the default database, ./ledger.db
     seeded("sqlite:///ledger.db")
-    text = README.read_text()
-    section = text[text.index("## Answering an operator's questions") :]
-    block = section[section.index("```sh\n") + 6 : section.index("\n```", section.index("```sh"))]
+    block = marked_block(QUESTIONS, path="docs/questions.md")
     commands = [line for line in block.splitlines() if line.startswith(".venv/bin/ledger ")]
-    assert len(commands) == 5
+    assert len(commands) == 6
     for line in commands:
         args = shlex.split(line.partition("#")[0])[1:]
         result = CliRunner().invoke(main, args, env={"LEDGER_DATABASE_URL": None})

@@ -113,6 +113,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "ledger.operators",
             "ledger.views",
             "ledger.commands",
+            "ledger.backup",
+            "ledger.store_copy",
             "ledger.reconcile",
             "ledger.webhooks",
         ),

@@ -57,7 +57,12 @@ COMMANDS: dict[str, _Entry] = {
         None,
         "Verify the journal's invariants; exit 1 with a report when one fails.",
     ),
-    "db": _Entry("ledger.cli.db", "db", None, "Schema management."),
+    "db": _Entry(
+        "ledger.cli.db",
+        "db",
+        None,
+        "The database: upgrade its schema, back it up, copy it into Postgres.",
+    ),
     "deliveries": _Entry(
         "ledger.cli.deliveries",
         "deliveries",

@@ -187,7 +187,7 @@ def serve(
 ) -> None:
     """Run the callback server (/bets, /bets/cancel, /winners, /admin, /health, /metrics).
 
-    Configuration comes from LEDGER_* environment variables (see the README). Without
+    Configuration comes from LEDGER_* environment variables (the README's table). Without
     LEDGER_JWT_SECRET the server runs in development mode on a loopback address only.
     """
     environ = dict(os.environ)

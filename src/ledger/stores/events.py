@@ -16,7 +16,7 @@ IMMEDIATE``), and the event rows themselves are written earlier, as
 the change is made, keyed by ``(grp, ordinal)``: a million-participant settle never renumbers a
 million rows under the lock. SQLite has one writer at a time; the same code holds there.
 
-Measured (benchmarks/write_path_cpu.py, see the README's "Events"): the feed's cost is the
+Measured (benchmarks/write_path_cpu.py, see docs/performance.md): the feed's cost is the
 rows themselves; the counter is one statement per commit, and a group commit has one commit per
 batch.
 """

@@ -4,7 +4,7 @@ In one process the callback server's event loop and its group-commit writer shar
 writer lets go of it for every SQLite statement and its commit, and taking it back waits for
 whatever event-loop callback holds it then (a request's parsing or answer, about 100 us): under
 load the writer spent about as long waiting for the GIL as working, and the two threads together
-used less than one core of two (``benchmarks/run.py``, issue 11). Here the writer of Place Bets
+used less than one core of two (``benchmarks/run.py``). Here the writer of Place Bets
 is a child process with a GIL of its own: the server decodes and validates each delivery as
 before, sends the command over a pipe, and answers when the child reports it committed.
 
@@ -363,7 +363,7 @@ class _Batches:
     0.75. So a batch is at most the mean of the last one and what is waiting (rounded up), and
     the rest goes first into the next: uneven halves even out in a batch or two, and a burst
     still grows the batches quickly. Alternated under (a) on SQLite: 0.77, 0.76, 0.83 against
-    0.71, 0.73, 0.74; on Postgres 0.43 against 0.44 (issue 11's note)."""
+    0.71, 0.73, 0.74; on Postgres 0.43 against 0.44 (docs/performance.md)."""
 
     def __init__(self) -> None:
         self._held: list[Any] = []

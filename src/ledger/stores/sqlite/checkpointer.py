@@ -23,9 +23,9 @@ AUTOCHECKPOINT_PAGES = 200_000
 # The Checkpointer starts a pass at most this often (seconds). A pass copies each page once
 # however many commits changed it since the last, so a longer interval copies less; the log
 # holds what is written in one (about 95,000 pages, 370 MiB, under benchmark (a); read again
-# when a crashed database opens). Benchmark (a) on SQLite, 15 s runs alternated (issue 11's
-# note): 0.66 to 0.69 of the echo with the copy every 1,000 pages in the commit; a pass every
-# 2 s 0.71 and 0.72, every 3 s 0.73 to 0.75.
+# when a crashed database opens). Benchmark (a) on SQLite, 15 s runs alternated
+# (docs/performance.md): 0.66 to 0.69 of the echo with the copy every 1,000 pages in the
+# commit; a pass every 2 s 0.71 and 0.72, every 3 s 0.73 to 0.75.
 CHECKPOINT_INTERVAL = 3.0
 
 

@@ -146,7 +146,7 @@ class SqliteDialect:
             return moment.strftime("%Y-%m-%d %H:%M:%S.%f")
         return moment.isoformat(" ", "microseconds")[:26]
 
-    set_based_up_to = None  # measured from 1,000 to 1,000,000 items (README, Performance)
+    set_based_up_to = None  # measured from 1,000 to 1,000,000 items (docs/performance.md)
 
     # SQLite spells IS DISTINCT FROM only since 3.39; IS NOT is the same test on every version.
     distinct_from = "IS NOT"

@@ -1,4 +1,4 @@
-"""The README's reconciliation example, run as a reader would run it."""
+"""The reconciliation example of docs/reconciliation.md, run as a reader would run it."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 
 from support.httpkit import free_port
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-MARKER = "<!-- tested by tests/e2e/test_reconcile_readme.py"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "reconciliation.md"
+MARKER = "<!-- tested by tests/e2e/test_docs_reconciliation.py"
 
 
 def block_and_output() -> tuple[str, str]:
-    """The ```sh block after the marker, and the block of output the README shows after it."""
-    after = README.read_text().split(MARKER, 1)[1]
+    """The ```sh block after the marker, and the block of output the page shows after it."""
+    after = PAGE.read_text().split(MARKER, 1)[1]
     start = after.index("```sh\n") + len("```sh\n")
     end = after.index("\n```", start)
     shown_start = after.index("```\n", end + 4) + len("```\n")
@@ -28,7 +28,7 @@ def test_the_reconciliation_example_works_as_written_and_prints_what_it_shows(
     tmp_path: Path,
 ) -> None:
     block, shown = block_and_output()
-    bin_dir = Path(sys.executable).parent  # the .venv/bin/ the README means
+    bin_dir = Path(sys.executable).parent  # the .venv/bin/ the page means
     script = block.replace("8000", str(free_port())).replace(".venv/bin/", f"{bin_dir}/")
     env = {key: value for key, value in os.environ.items() if not key.startswith("LEDGER_")}
     process = subprocess.Popen(
@@ -49,7 +49,7 @@ def test_the_reconciliation_example_works_as_written_and_prints_what_it_shows(
 
     assert process.returncode == 0, report
     printed = stdout.splitlines()
-    # Every line the README shows is printed, but for the elided ids and "..." lines.
+    # Every line the page shows is printed, but for the elided ids and "..." lines.
     for line in shown.splitlines():
         if "..." in line or line.startswith("{"):
             continue

@@ -1,4 +1,4 @@
-"""The README's "Webhooks" blocks, as a reader would use them: the receiver's signature check
+"""The blocks of docs/webhooks.md, as a reader would use them: the receiver's signature check
 (the Python snippet) and the status of a server whose receiver is away (the shell block)."""
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ from pathlib import Path
 from ledger.webhooks import sign
 from support.readme import marked_block, run_block
 
-RECEIVER = "<!-- tested by tests/e2e/test_webhooks_readme.py: the receiver -->"
-STATUS = "<!-- tested by tests/e2e/test_webhooks_readme.py: the status -->"
+RECEIVER = "<!-- tested by tests/e2e/test_docs_webhooks.py: the receiver -->"
+STATUS = "<!-- tested by tests/e2e/test_docs_webhooks.py: the status -->"
+PAGE = "docs/webhooks.md"
 SECRET = "whsec-" + "0123456789abcdef" * 2
 
 
 def readme_verify() -> Callable[..., bool]:
     namespace: dict[str, object] = {}
-    exec(marked_block(RECEIVER, "python"), namespace)  # the README's own lines, as written
+    exec(marked_block(RECEIVER, "python", PAGE), namespace)  # the page's own lines, as written
     verify = namespace["verify"]
     assert callable(verify)
     return verify
@@ -37,7 +38,7 @@ def test_the_readme_receiver_accepts_what_the_sender_signs_and_nothing_else() ->
 
 
 def test_the_readme_status_block_runs_and_shows_the_failing_endpoint(tmp_path: Path) -> None:
-    code, stdout, stderr = run_block(marked_block(STATUS), tmp_path)
+    code, stdout, stderr = run_block(marked_block(STATUS, path=PAGE), tmp_path)
     assert code == 0, (stdout, stderr)
     answers = [line for line in stdout.splitlines() if line.startswith("{")]
     status = json.loads(answers[-1])["endpoints"][0]

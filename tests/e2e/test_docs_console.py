@@ -1,4 +1,4 @@
-"""The README's Console block, run as a reader would run it."""
+"""The first-operator block of docs/console.md, run as a reader would run it."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pathlib import Path
 from support.httpkit import free_port
 from support.readme import clean_environment, marked_block
 
-MARKER = "<!-- tested by tests/e2e/test_readme_console.py"
+MARKER = "<!-- tested by tests/e2e/test_docs_console.py"
 
 
 def test_first_operator_block_works_as_written(tmp_path: Path) -> None:
-    block = marked_block(MARKER)
-    bin_dir = Path(sys.executable).parent  # the .venv/bin/ the README means
+    block = marked_block(MARKER, path="docs/console.md")
+    bin_dir = Path(sys.executable).parent  # the .venv/bin/ the page means
     script = block.replace("8000", str(free_port())).replace(".venv/bin/", f"{bin_dir}/")
     process = subprocess.Popen(
         ["bash", "-c", script],

@@ -1,4 +1,5 @@
-"""The README's set-based settle commands: the quick one runs as written, on both paths.
+"""benchmarks/README.md: its results table is the results file's, every script it names exists,
+and the set-based settle commands run as written (the quick one, on both paths).
 
 The 100,000-participant lines are the same script with a larger ``--participants``; a test runs
 the 1,000-participant line, always set-based (``--set-based-from 0``) and never (``1000000000``,
@@ -13,13 +14,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.readme import README, marked_block
+from support.readme import ROOT, marked_block
 
-ROOT = README.parent
+PAGE = "benchmarks/README.md"
+HUGE = "<!-- tested by tests/e2e/test_benchmarks_readme.py: huge settles -->"
+RESULTS = "<!-- results: the output of run.py --report benchmarks/results/run.json -->"
 
 
 def test_readme_settle_cpu_command_settles_every_participant_on_both_paths() -> None:
-    block = marked_block("### Huge refunds and settles, set-based")
+    block = marked_block(HUGE, path=PAGE)
     (line,) = [line for line in block.splitlines() if "--set-based-from 0" in line]
     command = line.split("#")[0].split()
     assert command[:2] == [".venv/bin/python", "benchmarks/settle_cpu.py"]
@@ -34,8 +37,8 @@ def test_readme_settle_cpu_command_settles_every_participant_on_both_paths() -> 
         assert figures["client_cpu_s"] > 0
 
 
-def test_every_benchmark_the_section_names_exists() -> None:
-    block = marked_block("### Huge refunds and settles, set-based")
+def test_every_benchmark_the_settles_section_names_exists() -> None:
+    block = marked_block(HUGE, path=PAGE)
     scripts = set(re.findall(r"benchmarks/\w+\.py", block))
     assert scripts == {
         "benchmarks/settle_cpu.py",
@@ -46,7 +49,7 @@ def test_every_benchmark_the_section_names_exists() -> None:
 
 
 def test_readme_settle_split_command_names_every_step_of_the_settle() -> None:
-    block = marked_block("### Huge refunds and settles, set-based")
+    block = marked_block(HUGE, path=PAGE)
     (line,) = [line for line in block.splitlines() if "benchmarks/settle_split.py" in line]
     command = line.split("#")[0].split()
     done = subprocess.run(
@@ -58,3 +61,22 @@ def test_readme_settle_split_command_names_every_step_of_the_settle() -> None:
     for step in ("closing.stage", "closing.write", "commit", "build the command (request, Seen)"):
         assert step in steps
     assert any(step.startswith("sql: UPDATE bets") for step in steps)
+
+
+def test_the_results_table_is_what_run_py_reports_from_the_results_file() -> None:
+    done = subprocess.run(
+        [sys.executable, "benchmarks/run.py", "--report", "benchmarks/results/run.json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    page = (ROOT / PAGE).read_text()
+    shown = page.split(RESULTS, 1)[1].lstrip("\n").split("\n\n", 1)[0]
+    assert shown.strip() == done.stdout.strip()
+
+
+def test_every_script_the_page_names_exists() -> None:
+    scripts = set(re.findall(r"benchmarks/\w+\.py", (ROOT / PAGE).read_text()))
+    assert len(scripts) >= 15
+    assert [script for script in scripts if not (ROOT / script).is_file()] == []
