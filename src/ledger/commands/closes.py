@@ -211,9 +211,9 @@ class SettleBets(Single):
             pool_uid = pool.pool.uid
             for part in pool.bets:
                 bet, user = part.bet, part.user
-                # As domain._settle_item, in the same order: a payout in a named currency is
-                # read (and may be refused) before the bet is looked at; one in the bet's own
-                # currency only for a known bet (bad = 2).
+                # As ledger.domain.closing._settle_item, in the same order: a payout in a named
+                # currency is read (and may be refused) before the bet is looked at; one in the
+                # bet's own currency only for a known bet (bad = 2).
                 key = (id(bet.payout), bet.currency)
                 known = read.get(key)
                 if known is None:
