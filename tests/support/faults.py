@@ -45,6 +45,7 @@ from support.httpkit import (
     ledger_command,
 )
 from support.payloads import entry, participant, place, pool_of
+from support.processes import READY_SECONDS, waited_too_long
 
 OPERATOR_AUTH = {"Authorization": f"Bearer {OPERATOR}"}
 CENT = Decimal("0.01")
@@ -91,8 +92,9 @@ class LedgerProcess:
         assert self.process is not None
         return self.process.pid
 
-    def start(self, timeout: float = 30.0) -> None:
-        """Start the server and wait until ``/health`` answers."""
+    def start(self, timeout: float = READY_SECONDS) -> None:
+        """Start the server and wait until ``/health`` answers (``timeout`` seconds on an idle
+        machine, more under load: support.processes)."""
         assert self.process is None or self.process.poll() is not None, "already running"
         with self.log.open("a") as sink:
             sink.write(f"\n--- start {self.starts} ---\n")
@@ -108,7 +110,7 @@ class LedgerProcess:
                 start_new_session=True,
             )
         self.starts += 1
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
         while True:
             if self.process.poll() is not None:
                 raise AssertionError(f"ledger serve exited early:\n{self.output()[-4000:]}")
@@ -117,7 +119,7 @@ class LedgerProcess:
                     return
             except httpx.TransportError:
                 pass
-            if time.monotonic() > deadline:
+            if waited_too_long(started, timeout):
                 raise AssertionError(f"ledger serve did not answer:\n{self.output()[-4000:]}")
             time.sleep(0.05)
 
@@ -143,13 +145,17 @@ class LedgerProcess:
             time.sleep(0.05)
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
+        if self.process is None:
             return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        # Whatever of its group is left (a worker, a writer process) goes too.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")

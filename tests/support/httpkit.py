@@ -21,6 +21,7 @@ from litestar.testing import TestClient
 
 from ledger.http.app import create_app
 from ledger.settings import Settings
+from support.processes import end_group, waited_too_long
 
 SECRET = "test-secret-" + "0123456789abcdef" * 4
 OLD_SECRET = "old-secret-" + "0123456789abcdef" * 4
@@ -205,10 +206,11 @@ def run_server(
             stdout=stdout if stdout is not None else sink,
             stderr=sink,
             text=True,
+            start_new_session=True,  # ended whole, workers and writer process included
         )
     server = Server(process, f"{scheme}://127.0.0.1:{port}", log)
     try:
-        deadline = time.monotonic() + 30
+        started = time.monotonic()
         while True:
             if process.poll() is not None:
                 raise AssertionError(f"ledger serve exited early:\n{server.output()}")
@@ -217,14 +219,9 @@ def run_server(
                     break
             except httpx.TransportError:
                 pass
-            if time.monotonic() > deadline:
+            if waited_too_long(started):
                 raise AssertionError(f"ledger serve did not answer:\n{server.output()}")
             time.sleep(0.1)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        end_group(process)
