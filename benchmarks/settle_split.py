@@ -79,22 +79,24 @@ def instrument() -> None:
     from ledger.service import writes
     from ledger.stores import closing, sql
     from ledger.stores import directory as stored_directory
+    from ledger.stores.closing import statements, write
 
-    run = closing._run
+    run = statements.run
 
-    def statement(connection: Any, text: str, **params: Any) -> Any:
-        label = "sql: " + " ".join(text.split())[:72]
-        return _timed(label, run, connection, text, **params)
+    def statement(connection: Any, sql: str, **params: Any) -> Any:
+        label = "sql: " + " ".join(sql.split())[:72]
+        return _timed(label, run, connection, sql, **params)
 
-    closing._run = statement  # type: ignore[assignment]
+    statements.run = statement
     wrap(contract, "validate", "decode and validate the body (msgspec)")
     writes.validate = contract.validate  # type: ignore[attr-defined]
     wrap(writes, "_pools_seen", "describe the tournaments (Seen)")
     wrap(service.Ledger, "_settle_command", "build the command (request, Seen)")
     wrap(closes.SettleBets, "_staged", "staged rows, read from the request")
-    for name in ("stage", "collect", "within_bounds", "write", "_append_events"):
+    for name in ("stage", "collect", "within_bounds", "write"):
         wrap(closing, name, f"closing.{name}")
-    wrap(closing, "_house_legs", "closing._house_legs")
+    wrap(write, "_append_events", "closing._append_events")
+    wrap(write, "_house_legs", "closing._house_legs")
     wrap(closes, "_record_seen", "directory upsert (users, tournaments)")
     # The set-based close records the directory itself: the tournaments, then the users from
     # its staged items in SQL.

@@ -32,6 +32,7 @@ from ledger.directory import Seen, UserSeen
 from ledger.domain import Entry, PlaceRequest, RefundItem, SettleClaim
 from ledger.errors import LedgerError, UnknownCurrency
 from ledger.stores import Store, closing, open_store
+from ledger.stores.closing import statements as closing_statements
 from ledger.stores.sql import SqlUnitOfWork
 from support import payloads as P
 from support.books import FailingStore, balance, house, raises_key
@@ -305,7 +306,7 @@ def test_set_based_close_answers_and_writes_what_the_domain_decides(
     assert actual == expected
 
 
-_CLOSING_RUN = closing._run
+_CLOSING_RUN = closing_statements.run
 
 
 def _both_ways(
@@ -333,7 +334,7 @@ def _both_ways(
         seen.append(sql)
         return _CLOSING_RUN(connection, sql, **params)
 
-    monkeypatch.setattr(closing, "_run", spy)
+    monkeypatch.setattr(closing_statements, "run", spy)
     with store.unit_of_work() as uow:
         assert isinstance(uow, SqlUnitOfWork)
         _build(uow, book)
@@ -672,12 +673,12 @@ def test_on_postgres_no_set_based_statement_compares_every_item_with_every_other
     # The 503 of a 1,000,000-item settle: Postgres hashes a NOT IN (subquery) only while the
     # hash fits work_mem, and otherwise runs the subquery for every row (quadratic, past the
     # statement timeout). With a tiny work_mem, 10,000 items are enough to see such a plan.
-    from ledger.stores import closing, postgres
+    from ledger.stores.postgres import dialect as pg_dialect
 
     monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
-    monkeypatch.setattr(postgres, "CLOSE_WORK_MEM", "64kB")
+    monkeypatch.setattr(pg_dialect, "CLOSE_WORK_MEM", "64kB")
     plans: list[tuple[str, str]] = []
-    run = closing._run
+    run = closing_statements.run
 
     def explained(connection: Any, sql: str, **params: Any) -> Any:
         if not sql.lstrip().startswith("DROP"):
@@ -685,7 +686,7 @@ def test_on_postgres_no_set_based_statement_compares_every_item_with_every_other
             plans.append((" ".join(sql.split()), "\n".join(line[0] for line in lines)))
         return run(connection, sql, **params)
 
-    monkeypatch.setattr(closing, "_run", explained)
+    monkeypatch.setattr(closing_statements, "run", explained)
     count = 10_000
     with ledger.open_ledger(postgres_url, migrate=True) as book:
         book.deposit("u1", "EUR", "110000.00", reference="seed")
