@@ -261,3 +261,19 @@ def test_the_kit_refuses_a_production_server_unless_allowed(tmp_path: Path) -> N
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert balances == {}
     assert holds == []
+
+
+def test_without_the_operator_token_validate_still_closes_every_hold_it_opened(
+    sqlite_wallet: tuple[Server, str],
+) -> None:
+    server, _ = sqlite_wallet
+    with Operator(server.url, OPERATOR) as operator:
+        operator.deposit("carol", "EUR", Decimal("300.00"), "carol-1")
+
+    result = kit("validate", server.url, "--user", "carol")
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS  clean_up:" in result.stdout
+    with Operator(server.url, OPERATOR) as operator:
+        assert operator.holds() == []
+        assert operator.balance("carol", "EUR").held == 0

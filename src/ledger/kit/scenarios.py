@@ -241,6 +241,7 @@ class Validator:
         # what the clean-up closes and restores.
         self.tournaments: set[int] = set()
         self._start: dict[str, dict[str, Books]] = {}
+        self._left_open: list[Entry] = []
 
     # --- ids and payload pieces ----------------------------------------------------------------
 
@@ -387,6 +388,22 @@ class Validator:
 
     # --- clean-up -----------------------------------------------------------------------------
 
+    def _refund_left_open(self) -> None:
+        # Without the operator API: close the holds the scenario knows it left; what the user's
+        # balance lost or won stays, since the validator cannot see it.
+        with self._check(
+            "clean_up", "the run closes the holds it left open (balances cannot be seen)"
+        ) as check:
+            for entry in self._left_open:
+                payload = self._refund(entry.tournament, [entry], status="cancelled")
+                delivery = check.send("refund", CallbackEvent.REFUND_BET, payload)
+                check.expect_pass("refund", delivery)
+        self.report.notes.append(
+            "no --operator-token: the user's balance is not restored (the validator cannot see "
+            "it), and an interrupted run's holds cannot be found; tournaments are named "
+            f"{KIT_PREFIX}validator"
+        )
+
     def _sweep(self) -> None:
         if self.operator is None:
             return
@@ -399,17 +416,14 @@ class Validator:
                 self._start[player.uid] = self.operator.balances(player.uid)
 
     def _clean_up(self) -> None:
-        if self.operator is None:
-            self.report.notes.append(
-                "no --operator-token: the validator cannot see or clean up what it leaves "
-                f"(the user's open holds and balance in tournaments named {KIT_PREFIX}validator)"
-            )
-            return
         if self.keep:
             self.report.notes.append(
                 "--keep: this run's users, tournaments, holds and balances are left for "
                 "inspection; `ledger validate --clean-up` (or the next run) removes them"
             )
+            return
+        if self.operator is None:
+            self._refund_left_open()
             return
         operator = self.operator
         with self._check(
@@ -583,6 +597,9 @@ class Validator:
             check.expect_pass("place", delivery)
             check.books(D(0), D(0))
         self.check_resend(CallbackEvent.PLACE_BET, "resend.free_to_play", payload)
+        # The one entry the scenario never closes: the clean-up refunds it, even when the
+        # validator cannot see the wallet's holds.
+        self._left_open.append(entry)
 
     def check_unfunded_user(self) -> None:
         tournament = self._tournament("Unfunded")
