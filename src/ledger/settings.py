@@ -102,6 +102,9 @@ class Settings:
     stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS
     # Signed webhooks (ledger.webhooks): LEDGER_WEBHOOKS, JSON inline or a file's path.
     webhooks: WebhookConfig | None = None
+    # What this deployment is (development, staging, production), reported by /health so that
+    # tools which write test data (the conformance kit) can refuse to run against production.
+    environment: str | None = None
 
     def __post_init__(self) -> None:
         if not self.database_url.startswith(("sqlite", "postgres")):
@@ -182,6 +185,7 @@ class Settings:
         options["read_database_url"] = get("LEDGER_READ_DATABASE_URL")
         options["db_prepare_threshold"] = get("LEDGER_PG_PREPARE_THRESHOLD")
         options["client_name"] = get("LEDGER_CLIENT_NAME")
+        options["environment"] = get("LEDGER_ENVIRONMENT")
         options["jwt_secrets"] = _split(get("LEDGER_JWT_SECRET"))
         if (algorithms := get("LEDGER_JWT_ALGORITHMS")) is not None:
             options["jwt_algorithms"] = tuple(name.upper() for name in _split(algorithms))

@@ -47,3 +47,14 @@ def test_the_tickets_block_creates_lists_and_deletes_and_stops_its_server(tmp_pa
     assert code == 0, report
     assert '"total": 1' in stdout, report  # the list: u1's one ticket
     assert '"id": 2' in stdout, report  # the deleted ticket
+
+
+def test_the_clean_up_block_keeps_a_run_then_takes_it_out_and_the_books_check(
+    tmp_path: Path,
+) -> None:
+    code, stdout, stderr = run_block(block("clean-up"), tmp_path)
+    report = f"stdout:\n{stdout[-4000:]}\nstderr:\n{stderr[-3000:]}"
+    assert code == 0, report  # the last command, `ledger check`
+    assert '"user":"kit-validate-' in stdout.replace(" ", ""), report  # the kept free entry
+    assert "clean-up: 1 open hold(s) refunded" in stdout, report
+    assert stdout.splitlines()[-1].startswith("ok: "), report

@@ -17,7 +17,8 @@ from ledger.kit.ticket_api import ServerThread, TicketStore, create_ticket_app
 from ledger.kit.tickets import TicketClient
 from support.httpkit import CLIENT, OPERATOR, SECRET, settings_for
 
-CONFIG = SimulationConfig(users=8, tournaments=5, seed=11, progress=False)
+# keep: the lost deliveries leave bets open in the wallet, which is what reconcile must find.
+CONFIG = SimulationConfig(users=8, tournaments=5, seed=11, progress=False, keep=True)
 
 
 class LossyPlatform(Platform):

@@ -187,6 +187,47 @@ def create_wallet_app(wallet: Wallet) -> Litestar:
         ]
         return {"user": uid, "balances": rows}
 
+    @post("/admin/withdrawals", status_code=200)
+    async def withdrawal(request: Request[Any, Any, Any]) -> Response[Any]:
+        if not operator(request):
+            return _error(401, "auth.invalid_token")
+        body = await _body(request)
+        key = (body["user"], body["currency"])
+        amount = Decimal(body["amount"])
+        if wallet.available.get(key, Decimal(0)) < amount:
+            return _error(402, "funds.insufficient")
+        wallet.move(key, -amount, Decimal(0))
+        return Response({"applied": True})
+
+    # The lists the kit's clean-up reads: its users by prefix, their open holds.
+    @get("/admin/users")
+    async def users(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        q = request.query_params.get("q", "")
+        known = {user for user, _ in wallet.available} | {bet.user for bet in wallet.bets.values()}
+        return {"users": [{"uid": uid} for uid in sorted(known) if q in uid], "next": None}
+
+    @get("/admin/tournaments")
+    async def tournaments() -> dict[str, Any]:
+        return {"tournaments": [], "next": None}  # names are not kept here
+
+    @get("/admin/holds")
+    async def holds(request: Request[Any, Any, Any]) -> dict[str, Any]:
+        user = request.query_params.get("user")
+        pool = request.query_params.get("pool")
+        rows = [
+            {
+                "uid": uid,
+                "user": bet.user,
+                "pool_uid": bet.pool,
+                "currency": bet.currency,
+                "amount": str(bet.total),
+                "rake": "0.00",
+            }
+            for uid, bet in wallet.bets.items()
+            if bet.state == "placed" and user in (None, bet.user) and pool in (None, bet.pool)
+        ]
+        return {"holds": rows, "next": None}
+
     @get("/admin/bets/{bet_uid:int}")
     async def bet_view(request: Request[Any, Any, Any]) -> Response[Any]:
         bet_uid = int(request.path_params["bet_uid"])
@@ -200,8 +241,9 @@ def create_wallet_app(wallet: Wallet) -> Litestar:
     async def check() -> dict[str, Any]:
         return {"problems": []}
 
+    handlers = [place, refund, settle, deposit, withdrawal, users, tournaments, holds]
     return Litestar(
-        [place, refund, settle, deposit, balances, bet_view, check],
+        [*handlers, balances, bet_view, check],
         logging_config=None,
         openapi_config=None,
     )

@@ -136,6 +136,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "ledger.tokens",
             "ledger.logformat",
             "ledger._process",
+            "ledger.testdata",
         ),
     ),
 ]

@@ -1,7 +1,8 @@
 """Probes and metrics: ``GET /health``, ``GET /ready``, ``GET /metrics``.
 
 ``/health`` says the process answers (a liveness probe must not depend on the database, or a
-database outage would restart every replica). ``/ready`` says a database host that accepts writes
+database outage would restart every replica), and names the deployment's ``LEDGER_ENVIRONMENT``
+when one is set. ``/ready`` says a database host that accepts writes
 answers too, so that a load balancer stops sending callbacks that could only get 503; across a
 failover it is 503 until the standby is promoted and 200 again after, with no restart. With a
 read replica configured it also says how far behind reports may be (``replica_lag_seconds``).
@@ -42,7 +43,14 @@ def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
 
     @get("/health", summary="Liveness: the process answers", tags=["operations"])
     async def health() -> dict[str, str]:
-        return {"status": "ok"}
+        # The deployment's LEDGER_ENVIRONMENT, when set: the conformance kit reads it to refuse
+        # writing test data into production unless told to.
+        environment = runtime.settings.environment
+        return (
+            {"status": "ok"}
+            if environment is None
+            else {"status": "ok", "environment": environment}
+        )
 
     @get(
         "/ready",

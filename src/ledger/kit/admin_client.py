@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import httpx
 
@@ -83,6 +83,48 @@ class Operator:
             "/admin/deposits",
             {"user": user, "currency": currency, "amount": str(amount), "reference": reference},
         )
+
+    def withdraw(self, user: str, currency: str, amount: Decimal, reference: str) -> None:
+        """Debit ``user`` (no overdraft); idempotent by ``reference`` on our server."""
+        self._call(
+            "POST",
+            "/admin/withdrawals",
+            {"user": user, "currency": currency, "amount": str(amount), "reference": reference},
+        )
+
+    def _pages(self, path: str, name: str, query: dict[str, str], max_pages: int) -> list[Any]:
+        # The directory's and the holds' lists: pages of {name: [...], "next": cursor}.
+        rows: list[Any] = []
+        before: str | None = None
+        for _ in range(max_pages):
+            params = {**query, "limit": "1000", **({"before": before} if before else {})}
+            data = self._call("GET", f"{path}?{urlencode(params)}")
+            if not isinstance(data, dict):
+                break
+            rows.extend(data.get(name) or [])
+            before = data.get("next")
+            if not before:
+                break
+        return rows
+
+    def users(self, q: str, *, max_pages: int = 1000) -> list[str]:
+        """The uids of the users whose uid or name contains ``q``."""
+        return [
+            str(row["uid"]) for row in self._pages("/admin/users", "users", {"q": q}, max_pages)
+        ]
+
+    def tournaments(self, q: str, *, max_pages: int = 1000) -> list[dict[str, Any]]:
+        """The tournaments whose name or uid contains ``q``, as the directory lists them."""
+        return self._pages("/admin/tournaments", "tournaments", {"q": q}, max_pages)
+
+    def holds(
+        self, *, user: str | None = None, pool: int | None = None, max_pages: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Open holds (placed bets neither settled nor refunded), of a user or a tournament."""
+        query = {"user": user} if user is not None else {}
+        if pool is not None:
+            query["pool"] = str(pool)
+        return self._pages("/admin/holds", "holds", query, max_pages)
 
     def balances(self, user: str) -> dict[str, Books]:
         """Every currency the user has, as ``{currency: Books}``."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -16,7 +17,10 @@ from typing import Any, TypeVar
 import click
 
 from ..contract import EVENTS
+from ..errors import LedgerError
+from ..testdata import KIT_PREFIX
 from .admin_client import Operator
+from .cleanup import Cleaner, ProductionRefused, refuse_production
 from .platform import Paths, Platform
 from .scenarios import CheckResult, Validator
 from .simulator import SimulationConfig, Simulator, write_platform_record
@@ -51,6 +55,29 @@ def platform_options(function: F) -> F:
     )(function)
 
 
+def test_data_options(function: F) -> F:
+    """``--keep`` and ``--allow-production``: what the kit leaves behind, and where it may run."""
+    function = click.option(
+        "--allow-production",
+        is_flag=True,
+        help="Run even though the server's /health says LEDGER_ENVIRONMENT=production.",
+    )(function)
+    return click.option(
+        "--keep",
+        is_flag=True,
+        help="Leave this run's test data (users, balances, holds) for inspection.",
+    )(function)
+
+
+def _refuse_production(url: str, allow: bool, *, verify: bool = True) -> None:
+    # Exit 2, like a usage error: nothing was written, the command was not allowed to start.
+    try:
+        refuse_production(url, allow=allow, verify=verify)
+    except ProductionRefused as error:
+        click.echo(f"error: {error.key}: {error.message}", err=True)
+        sys.exit(2)
+
+
 def _paths(refund_tournament_path: str | None) -> Paths:
     return Paths(refund_tournament=refund_tournament_path or "/bets/cancel")
 
@@ -58,7 +85,13 @@ def _paths(refund_tournament_path: str | None) -> Paths:
 @click.command()
 @click.argument("url")
 @platform_options
-@click.option("--user", required=True, help="A user of the wallet to run the scenario with.")
+@click.option(
+    "--user",
+    default=None,
+    help="The user to run the scenario with (default: a fresh kit-validate-... user per run). "
+    "A user whose uid does not start with kit- is restored to its balance before the run, "
+    "never emptied.",
+)
 @click.option(
     "--unfunded-user",
     default=None,
@@ -74,11 +107,18 @@ def _paths(refund_tournament_path: str | None) -> Paths:
 @click.option("--timeout", type=float, default=None, help="Seconds per delivery (contract limits).")
 @click.option("--insecure", is_flag=True, help="Do not verify the wallet's TLS certificate.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON report instead of text.")
+@test_data_options
+@click.option(
+    "--clean-up",
+    "clean_up",
+    is_flag=True,
+    help="Only remove what earlier kit runs left (needs --operator-token), then exit.",
+)
 def validate(
     url: str,
     client_name: str,
     secret: str,
-    user: str,
+    user: str | None,
     unfunded_user: str | None,
     currency: str,
     operator_token: str | None,
@@ -86,12 +126,18 @@ def validate(
     timeout: float | None,
     insecure: bool,
     as_json: bool,
+    keep: bool,
+    allow_production: bool,
+    clean_up: bool,
 ) -> None:
     """Run the platform's verification scenario and the client-side checks against URL.
 
     Each check prints PASS or FAIL with the endpoint's actual status and body. Exit status 0 only
-    when every check passes.
+    when every check passes. With --operator-token it takes out what it wrote (see --keep).
     """
+    _refuse_production(url, allow_production, verify=not insecure)
+    if clean_up and not operator_token:
+        raise click.UsageError("--clean-up needs --operator-token")
     timeouts = dict.fromkeys(EVENTS, timeout) if timeout is not None else None
     platform = Platform(
         url,
@@ -102,6 +148,15 @@ def validate(
         verify=not insecure,
     )
     operator = Operator(url, operator_token) if operator_token else None
+    if clean_up and operator is not None:
+        with platform, operator:
+            try:
+                summary = Cleaner(platform, operator).sweep()
+            except LedgerError as error:
+                click.echo(f"error: {error.key}: {error.message}", err=True)
+                sys.exit(1)
+        click.echo(summary.render())
+        sys.exit(0)
 
     def show(result: CheckResult) -> None:
         if not as_json:
@@ -110,14 +165,18 @@ def validate(
     try:
         validator = Validator(
             platform,
-            user=user,
+            user=user or f"{KIT_PREFIX}validate-{uuid.uuid4().hex[:8]}",
             currency=currency,
             unfunded_user=unfunded_user,
             operator=operator,
             on_result=show,
+            keep=keep,
         )
         if not as_json:
-            click.echo(f"validating {url} as client {client_name!r}, user {user!r}, {currency}")
+            click.echo(
+                f"validating {url} as client {client_name!r}, "
+                f"user {validator.player.uid!r}, {currency}"
+            )
         report = validator.run()
     finally:
         platform.close()
@@ -190,6 +249,7 @@ def validate_token(
     help="Write the platform's record of its bets here for `ledger reconcile` "
     "(.csv, .tsv, .json or .jsonl).",
 )
+@test_data_options
 def simulate(
     url: str,
     client_name: str,
@@ -205,11 +265,15 @@ def simulate(
     no_progress: bool,
     as_json: bool,
     platform_record: Path | None,
+    keep: bool,
+    allow_production: bool,
 ) -> None:
     """Play a seeded platform day against the wallet at URL and reconcile its books.
 
-    Exit status 1 on any mismatch between the platform's books and the wallet's.
+    Exit status 1 on any mismatch between the platform's books and the wallet's. Its users'
+    balances are withdrawn at the end (see --keep).
     """
+    _refuse_production(url, allow_production)
     config = SimulationConfig(
         users=users,
         tournaments=tournaments,
@@ -217,6 +281,7 @@ def simulate(
         faults=faults,
         concurrency=concurrency,
         progress=not no_progress and not as_json,
+        keep=keep,
     )
     signing = _first_secret(secret)
     store = TicketStore(secret=signing)

@@ -23,9 +23,11 @@ from decimal import Decimal
 from typing import Any, Final
 
 from ..errors import LedgerError
+from ..testdata import KIT_PREFIX, is_kit_data
 from ..tokens import sign_token
 from . import payloads
 from .admin_client import Books, Operator
+from .cleanup import Cleaner
 from .payloads import Entry, Player, Result, Tournament
 from .platform import CallbackEvent, Delivery, Platform, sign_ticket
 
@@ -41,6 +43,7 @@ FUNDING: Final = D("500.00")
 # to be beyond any test user's means.
 UNAFFORDABLE: Final = D("1000000000.00")
 CONCURRENCY: Final = 8
+ZERO_BOOKS: Final = Books(D(0), D(0))
 AUTH_STATUSES: Final = (401, 403)
 
 
@@ -211,6 +214,7 @@ class Validator:
         operator: Operator | None = None,
         concurrency: int = CONCURRENCY,
         on_result: Callable[[CheckResult], None] | None = None,
+        keep: bool = False,
     ) -> None:
         self.platform = platform
         self.client = platform.client_name
@@ -219,12 +223,13 @@ class Validator:
         self.concurrency = concurrency
         self.on_result = on_result
         self.run_id = uuid.uuid4().hex[:8]
+        self.keep = keep
         # Fresh ids per run, from the system's entropy: re-running against the same wallet must
         # not collide with an earlier run's bets.
         self._random = random.SystemRandom()
         self.player = Player(user, f"validator {user}", self.currency)
         self.unfunded = Player(
-            unfunded_user or f"validator-unfunded-{self.run_id}",
+            unfunded_user or f"{KIT_PREFIX}validate-unfunded-{self.run_id}",
             "validator unfunded",
             self.currency,
         )
@@ -232,6 +237,11 @@ class Validator:
         self.report = Report(platform.base_url)
         self._baseline: Books | None = None
         self._lock = threading.Lock()
+        # The tournaments this run created, and its users' balances before it wrote anything:
+        # what the clean-up closes and restores.
+        self.tournaments: set[int] = set()
+        self._start: dict[str, dict[str, Books]] = {}
+        self._left_open: list[Entry] = []
 
     # --- ids and payload pieces ----------------------------------------------------------------
 
@@ -246,9 +256,10 @@ class Validator:
         rake: Decimal = RAKE,
         distribution: str = "normal",
     ) -> Tournament:
-        return Tournament(
+        tournament = Tournament(
             uid=self._random.randrange(10**8, 2 * 10**9),
-            name=f"Validator {label} {self.run_id}",
+            # Marked as test data: the directory and the reports can leave it out.
+            name=f"{KIT_PREFIX}validator {label} {self.run_id}",
             currency=self.currency,
             buy_in=buy_in,
             rake=rake,
@@ -256,6 +267,8 @@ class Validator:
             overdraw=D("100.00") if buy_in else D("50.00"),
             guaranteed=bool(buy_in),
         )
+        self.tournaments.add(tournament.uid)
+        return tournament
 
     def _entry(
         self,
@@ -344,6 +357,15 @@ class Validator:
         """Run every check in order and return the report."""
         if not self._reachable():
             return self.report
+        self._sweep()
+        try:
+            self._checks()
+        finally:
+            # Also after an exception or Ctrl-C: what is left otherwise waits for the next run.
+            self._clean_up()
+        return self.report
+
+    def _checks(self) -> None:
         self._fund()
         t1 = self._tournament("Cup")
         a, b, c = self._entry(t1), self._entry(t1), self._entry(t1)
@@ -363,7 +385,77 @@ class Validator:
         self.check_ticket_and_mixed_payout()
         self.check_concurrent_place_bet()
         self.check_token_rules()
-        return self.report
+
+    # --- clean-up -----------------------------------------------------------------------------
+
+    def _refund_left_open(self) -> None:
+        # Without the operator API: close the holds the scenario knows it left; what the user's
+        # balance lost or won stays, since the validator cannot see it.
+        with self._check(
+            "clean_up", "the run closes the holds it left open (balances cannot be seen)"
+        ) as check:
+            for entry in self._left_open:
+                payload = self._refund(entry.tournament, [entry], status="cancelled")
+                delivery = check.send("refund", CallbackEvent.REFUND_BET, payload)
+                check.expect_pass("refund", delivery)
+        self.report.notes.append(
+            "no --operator-token: the user's balance is not restored (the validator cannot see "
+            "it), and an interrupted run's holds cannot be found; tournaments are named "
+            f"{KIT_PREFIX}validator"
+        )
+
+    def _sweep(self) -> None:
+        if self.operator is None:
+            return
+        with self._check(
+            "setup.clean_up", "an earlier run's leftovers (kit users' holds and balances) are gone"
+        ) as check:
+            summary = Cleaner(self.platform, self.operator).sweep()
+            check.result.notes.append(summary.render())
+            for player in (self.player, self.unfunded):
+                self._start[player.uid] = self.operator.balances(player.uid)
+
+    def _clean_up(self) -> None:
+        if self.keep:
+            self.report.notes.append(
+                "--keep: this run's users, tournaments, holds and balances are left for "
+                "inspection; `ledger validate --clean-up` (or the next run) removes them"
+            )
+            return
+        if self.operator is None:
+            self._refund_left_open()
+            return
+        operator = self.operator
+        with self._check(
+            "clean_up",
+            "the run leaves its users' balances as it found them and no hold open",
+        ) as check:
+            cleaner = Cleaner(self.platform, operator)
+            users = (self.player.uid, self.unfunded.uid)
+            holds = [
+                hold
+                for uid in users
+                for hold in operator.holds(user=uid)
+                if is_kit_data(uid) or int(hold["pool_uid"]) in self.tournaments
+            ]
+            summary = cleaner.close(holds)
+            for uid in users:
+                start = self._start.get(uid, {})
+                summary.add(cleaner.empty(uid) if is_kit_data(uid) else cleaner.restore(uid, start))
+            check.result.notes.append(summary.render())
+            for uid in users:
+                after = {
+                    cur: books
+                    for cur, books in operator.balances(uid).items()
+                    if books != ZERO_BOOKS
+                }
+                before = {
+                    cur: books
+                    for cur, books in self._start.get(uid, {}).items()
+                    if books != ZERO_BOOKS
+                }
+                if after != before:
+                    check.problem(f"{uid}: balances {after}, expected {before}")
 
     def _reachable(self) -> bool:
         # One refused connection would fail every check the same way: say it once instead. An
@@ -505,6 +597,9 @@ class Validator:
             check.expect_pass("place", delivery)
             check.books(D(0), D(0))
         self.check_resend(CallbackEvent.PLACE_BET, "resend.free_to_play", payload)
+        # The one entry the scenario never closes: the clean-up refunds it, even when the
+        # validator cannot see the wallet's holds.
+        self._left_open.append(entry)
 
     def check_unfunded_user(self) -> None:
         tournament = self._tournament("Unfunded")

@@ -36,8 +36,10 @@ from typing import Any, Final
 from tqdm import tqdm
 
 from ..errors import LedgerError
+from ..testdata import KIT_PREFIX
 from . import payloads
 from .admin_client import Books, Operator
+from .cleanup import Cleaner
 from .payloads import Entry, Player, Result, Tournament
 from .platform import CallbackEvent, Delivery, Platform
 from .ticket_api import TicketStore
@@ -47,6 +49,7 @@ __all__ = ["SimulationConfig", "SimulationReport", "Simulator", "write_platform_
 
 D = Decimal
 ZERO: Final = D(0)
+ZERO_BOOKS: Final = Books(ZERO, ZERO)
 CENT: Final = D("0.01")
 # Units of the user's currency per unit of the tournament's: a fixed table keeps runs exact.
 RATES: Final[dict[tuple[str, str], Decimal]] = {
@@ -69,6 +72,8 @@ class SimulationConfig:
     currencies: tuple[str, str] = ("EUR", "USD")
     concurrency: int = 4
     progress: bool = True
+    # Leave the day's users, balances and holds in the wallet for inspection.
+    keep: bool = False
 
 
 @dataclass
@@ -99,6 +104,8 @@ class SimulationReport:
     diagnosis: list[str] = field(default_factory=list)
     check_ok: bool | None = None
     elapsed: float = 0.0
+    # What the clean-ups did: an earlier run's leftovers, then this run's.
+    cleaned: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -121,6 +128,7 @@ class SimulationReport:
             "check_ok": self.check_ok,
             "mismatches": self.mismatches,
             "diagnosis": self.diagnosis,
+            "cleaned": self.cleaned,
             "elapsed_s": round(self.elapsed, 2),
         }
 
@@ -141,6 +149,7 @@ class SimulationReport:
         lines.append(f"tickets:    {counts(self.tickets)}")
         lines.append(f"reconciled: {counts(self.reconciled)}")
         lines.append(f"journal check: {'ok' if self.check_ok else 'FAILED'}")
+        lines.extend(self.cleaned)
         lines.append(f"mismatches: {len(self.mismatches)}")
         lines.extend(f"  - {mismatch}" for mismatch in self.mismatches[:50])
         if len(self.mismatches) > 50:
@@ -208,7 +217,9 @@ class Simulator:
 
     def run(self) -> SimulationReport:
         started = time.monotonic()
+        cleaner = Cleaner(self.platform, self.operator)
         try:
+            self.report.cleaned.append(f"before: {cleaner.sweep().render()}")
             self._create_users()
             tournaments = self._create_tournaments()
             ticketed = self._create_tickets(tournaments)
@@ -235,15 +246,38 @@ class Simulator:
         finally:
             if self._bar is not None:
                 self._bar.close()
+            # Also after an exception or Ctrl-C: what is left otherwise waits for the next run.
+            self._clean_up(cleaner)
         self.report.elapsed = time.monotonic() - started
         return self.report
+
+    def _clean_up(self, cleaner: Cleaner) -> None:
+        if self.config.keep:
+            self.report.cleaned.append(
+                "kept: this day's users, balances and holds stay for inspection; "
+                "`ledger validate --clean-up` (or the next run) removes them"
+            )
+            return
+        try:
+            users = [player.uid for player in self.players]
+            summary = cleaner.close(hold for uid in users for hold in self.operator.holds(user=uid))
+            for uid in users:
+                summary.add(cleaner.empty(uid))
+            self.report.cleaned.append(f"after: {summary.render()}")
+            for uid in users:
+                left = {cur: b for cur, b in self.operator.balances(uid).items() if b != ZERO_BOOKS}
+                if left:
+                    self.report.mismatches.append(f"clean-up: user {uid} still holds {left}")
+        except LedgerError as exc:
+            self.report.mismatches.append(f"clean-up failed: {exc.key}: {exc.message}")
 
     def _create_users(self) -> None:
         first, second = self.config.currencies
         for index in range(self.config.users):
             currency = first if self.rng.random() < 0.7 else second
             player = Player(
-                uid=f"sim-{self.config.seed}-u{index}",
+                # Marked as test data: the directory and the reports can leave it out.
+                uid=f"{KIT_PREFIX}sim-{self.config.seed}-u{index}",
                 name=f"player{index}",
                 currency=currency,
                 ip=f"198.51.100.{index % 250 + 1}",
@@ -254,9 +288,7 @@ class Simulator:
             amount = D(self.rng.randrange(1_000, 30_000)) / 100
             start = self.operator.balance(player.uid, currency)
             self.books[(player.uid, currency)] = start
-            self.operator.deposit(
-                player.uid, currency, amount, f"sim-{self.config.seed}-deposit-{player.uid}"
-            )
+            self.operator.deposit(player.uid, currency, amount, f"{player.uid}-deposit")
             self._move(player, available=amount)
             self._moved(currency, "deposited", amount)
 
@@ -270,7 +302,7 @@ class Simulator:
             guaranteed = not free and self.rng.random() < 0.4
             tournament = Tournament(
                 uid=self.prefix * 10**4 + index,
-                name=f"Sim {self.config.seed} #{index}",
+                name=f"{KIT_PREFIX}sim {self.config.seed} #{index}",
                 currency=self.rng.choice(self.config.currencies),
                 buy_in=buy_in,
                 rake=rake,
