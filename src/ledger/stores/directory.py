@@ -20,7 +20,7 @@ from sqlalchemy.sql import ColumnElement, Select
 from ..directory import Seen
 from .base import BetRecord, PostingRecord, TournamentRecord, UserRecord
 from .dialect import Dialect
-from .queries import _bet_from_row
+from .queries.bets import bet_from_row
 from .schema import accounts, bets, postings, tournaments, transactions, users
 
 __all__ = [
@@ -288,7 +288,7 @@ def _bets_with_names() -> Select[Any]:
 
 def _bet(row: Any) -> BetRecord:
     return BetRecord(
-        bet=_bet_from_row(tuple(row[:13])),
+        bet=bet_from_row(tuple(row[:13])),
         placed_at=row.placed_at,
         closed_at=row.closed_at,
         user_name=row.user_name,
