@@ -437,4 +437,4 @@ def _close_set(
     return ClosedBets(closed, [uids[pos] for pos in outcome.unchanged])
 
 
-_bet_uid = operator.itemgetter(1)  # a staged row's bet (ledger.stores.base.Staged)
+_bet_uid = operator.itemgetter(Staged._fields.index("uid"))  # a staged row's bet
