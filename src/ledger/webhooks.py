@@ -35,6 +35,8 @@ from .events import TYPES, Event, EventPage, event_dict
 
 if TYPE_CHECKING:
     from .stores.port import Store
+    from .stores.webhooks import CursorRow as CursorRow
+    from .stores.webhooks import WebhookTables as WebhookTables
 
 __all__ = [
     "BATCH_HEADER",
@@ -414,6 +416,15 @@ def ledger_feed(ledger: Feed) -> EventSource:
     return _LedgerFeed(ledger)
 
 
+def cursors(ledger: Feed) -> WebhookTables:
+    """The webhook endpoints' cursors, leases and last outcomes, in ``ledger``'s own store: what
+    the sender claims and moves, and what ``ledger webhooks`` reports and forgets."""
+    # Imported here: a receiver imports this module for verify() without any database.
+    from .stores.webhooks import WebhookTables
+
+    return WebhookTables(ledger.store)
+
+
 def statuses(
     ledger: Feed, config: WebhookConfig, source: EventSource, now: datetime | None = None
 ) -> list[EndpointStatus]:
@@ -421,11 +432,8 @@ def statuses(
 
     Blocking (a few short reads). An endpoint no sender has started yet stands at cursor 0.
     """
-    # Imported here: a receiver imports this module for verify() without any database.
-    from .stores.webhooks import WebhookTables
-
     now = now or datetime.now(UTC)
-    rows = {row.endpoint: row for row in WebhookTables(ledger.store).rows()}
+    rows = {row.endpoint: row for row in cursors(ledger).rows()}
     head = source.head()
     found = []
     for endpoint in config.endpoints:

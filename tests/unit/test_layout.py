@@ -214,3 +214,16 @@ def test_the_modules_import_each_other_without_a_cycle() -> None:
         if name not in index:
             visit(name)
     assert cycles == []
+
+
+def test_the_http_server_and_the_command_line_never_import_a_store() -> None:
+    # They reach the database through the use cases only (ledger.service, ledger.operators,
+    # ledger.webhooks): one place to change when a store changes.
+    offenders = sorted(
+        (name, found)
+        for name, found_all in module_graph().items()
+        if within(name, "ledger.http") or within(name, "ledger.cli")
+        for found in found_all
+        if within(found, "ledger.stores")
+    )
+    assert offenders == []

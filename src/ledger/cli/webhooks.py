@@ -11,8 +11,7 @@ import os
 import click
 
 from ..errors import LedgerError
-from ..stores.webhooks import WebhookTables
-from ..webhooks import WebhookConfigError, ledger_feed, parse_config, statuses
+from ..webhooks import WebhookConfigError, cursors, ledger_feed, parse_config, statuses
 from .common import db_option, emit, fail
 from .opening import opened
 
@@ -67,7 +66,7 @@ def forget(db: str, name: str) -> None:
     endpoint still configured starts again from event 0 when a server next runs.
     """
     with opened(db, create=False) as book:
-        found = WebhookTables(book.store).forget(name)
+        found = cursors(book).forget(name)
     if not found:
         fail(
             LedgerError(f"no webhook endpoint named {name!r} has a cursor", key="webhook.not_found")

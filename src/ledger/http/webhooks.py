@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -47,7 +47,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from ..errors import LedgerError
 from ..service import Ledger
-from ..stores.webhooks import CursorRow, WebhookTables
 from ..webhooks import (
     BATCH_HEADER,
     LEASE_MARGIN,
@@ -56,12 +55,16 @@ from ..webhooks import (
     WebhookConfig,
     WebhookEndpoint,
     backoff,
+    cursors,
     ledger_feed,
     sign,
     statuses,
 )
 from .openapi import operator_docs
 from .runtime import Runtime
+
+if TYPE_CHECKING:
+    from ..webhooks import CursorRow, WebhookTables
 
 __all__ = ["WebhookMetrics", "WebhookSender", "server_sender", "webhook_handlers"]
 
@@ -379,7 +382,7 @@ class WebhookSender:
 
         def run() -> T:
             ledger = self._ledger()
-            return work(WebhookTables(ledger.store), self._source(ledger))
+            return work(cursors(ledger), self._source(ledger))
 
         result: T = await self._offload(run)
         return result
