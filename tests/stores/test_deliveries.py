@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from concurrent.futures import wait
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -18,7 +17,6 @@ from ledger.deliveries import Delivery, DeliveryFilter, DeliveryRecord
 from ledger.domain import PlaceRequest
 from ledger.errors import InsufficientFunds, InvalidRequest
 from ledger.stores.deliveries import COLUMNS
-from ledger.writer.group_commit import _Job, _runs
 from support.payloads import entry, place, refund, settle
 
 NOW = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
@@ -189,13 +187,12 @@ def test_filter_text_is_checked_with_a_clear_error() -> None:
 
 
 def test_refusal_rows_queued_among_place_bets_never_split_their_group() -> None:
-    def job(command: Any) -> Any:
-        return _Job(command)
-
-    places = [job(PlaceBets(PlaceRequest([], f"r{n}"))) for n in range(3)]
-    refusals = [job(RecordDelivery(row(f"x{n}", NOW, status=402))) for n in range(2)]
-    batch = [places[0], refusals[0], places[1], refusals[1], places[2]]
-    assert _runs(batch) == [places, [refusals[0]], [refusals[1]]]
+    # The group commit applies deferred commands after the others and groups groupable ones
+    # (tests/unit/test_writer_rules.py): a refusal's row is the one, a Place Bet the other.
+    place_bet = PlaceBets(PlaceRequest([], "r1"))
+    refusal = RecordDelivery(row("x1", NOW, status=402))
+    assert (place_bet.groupable, place_bet.deferred) == (True, False)
+    assert (refusal.groupable, refusal.deferred) == (False, True)
 
 
 def test_the_record_fields_are_the_journal_columns_in_order() -> None:
