@@ -11,8 +11,8 @@ live in :mod:`ledger.stores.operators`. :class:`Operators` joins the two for the
   made at every sign-in (a token planted before sign-in is never promoted: no fixation). It ends
   at sign-out, after ``IDLE`` without a request, ``LIFETIME`` after sign-in, or when its
   operator is disabled or their password changes.
-- After ``MAX_FAILURES`` consecutive failed sign-ins an account is locked for ``LOCKOUT``, even
-  against the right password.
+- After ``MAX_FAILURES`` failed sign-ins from one address an account is locked for ``LOCKOUT``
+  from that address, even against the right password (counted atomically, before the hash).
 """
 
 from __future__ import annotations
@@ -179,19 +179,6 @@ def expired(created_at: datetime, last_seen: datetime, now: datetime) -> bool:
     return now - last_seen > IDLE or now - created_at > LIFETIME
 
 
-def locked(operator: OperatorRow, now: datetime) -> bool:
-    return operator.locked_until is not None and now < operator.locked_until
-
-
-def after_failure(failed_attempts: int, now: datetime) -> dict[str, Any]:
-    """The operator's new counters after one more failed sign-in."""
-    failures = failed_attempts + 1
-    if failures >= MAX_FAILURES:
-        # The count starts again once the lock is over: each lock costs another MAX_FAILURES.
-        return {"failed_attempts": 0, "locked_until": now + LOCKOUT}
-    return {"failed_attempts": failures}
-
-
 @dataclass(frozen=True, slots=True)
 class Session:
     """A signed-in operator. ``token`` is only known right after sign-in (for the cookie)."""
@@ -257,11 +244,10 @@ class Operators:
             check_name(name),
             end_sessions=True,
             password_hash=hash_password(check_password(password)),
-            failed_attempts=0,
-            locked_until=None,
         )
         if not found:
             raise OperatorNotFound(f"no operator {name!r}")
+        self.tables.forget_failures(name)
 
     # --- sign-in and sessions -------------------------------------------------------------------
 
@@ -272,31 +258,44 @@ class Operators:
 
         ``planted`` is the session token the browser already had: it is ended, whoever's it
         was, so that a token fixed by an attacker before sign-in never becomes a session.
+
+        The attempt is counted as a failure of ``name`` from ``ip`` *before* the password is
+        checked, in one statement that answers the new count: of any number of concurrent
+        attempts, only the first ``MAX_FAILURES`` can be judged on their password, and the
+        count is dropped again when one succeeds. Another address has a count of its own, so
+        nobody elsewhere can lock a real operator out (docs/security.md: the trade-off).
         """
         if planted:
             self.tables.close_session(token_hash(planted))
         now = self.now()
-        found = self.tables.get(name) if _NAME.fullmatch(name or "") else None
+        name = name if isinstance(name, str) else ""
+        found = self.tables.get(name) if _NAME.fullmatch(name) else None
+        address = (ip or "")[:64]
+        failures = 0
+        if found is not None and found.disabled_at is None:
+            failures = self.tables.count_failure(
+                found.name, address, now, limit=MAX_FAILURES, lockout=LOCKOUT
+            )
+        # The hash runs whatever the outcome, so that every refusal takes as long.
         good = verify_password(password, found.password_hash if found else _DUMMY)
         reason = None
         if found is None:
             reason = "unknown_operator"
         elif found.disabled_at is not None:
             reason = "disabled"
-        elif locked(found, now):
+        elif failures > MAX_FAILURES:
             reason = "locked"
         elif not good:
             reason = "bad_password"
-            self.tables.change(found.name, **after_failure(found.failed_attempts, now))
-        target = name[:64] if isinstance(name, str) else None
         if reason is not None or found is None:
-            self.record(target, ip, "sign_in", outcome=SignInFailed.key, reason=reason)
+            # Only a bounded name: a password typed into the name field is not kept whole.
+            self.record(name[:64] or None, ip, "sign_in", outcome=SignInFailed.key, reason=reason)
             raise SignInFailed("wrong name or password, or the account is locked or disabled")
-        if found.failed_attempts or found.locked_until:
-            self.tables.change(found.name, failed_attempts=0, locked_until=None)
+        self.tables.forget_failures(found.name, address)
         token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        # Sessions abandoned without a sign-out are swept here, so the table stays small.
+        # Sessions and failure counts abandoned are swept here, so the tables stay small.
         self.tables.prune_sessions(now - IDLE)
+        self.tables.prune_failures(now - LOCKOUT)
         self.tables.open_session(token_hash(token), found.name, csrf, now)
         self.record(found.name, ip, "sign_in")
         return Session(found.name, found.role, csrf, token)

@@ -6,10 +6,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 import ledger
 import ledger.operators
@@ -164,6 +169,50 @@ def test_failures_below_the_limit_are_forgotten_at_a_good_sign_in(
     assert staff.sign_in("ada", PASSWORD, None).operator == "ada"
 
 
+def test_concurrent_wrong_passwords_never_get_more_than_the_limit_of_checks(
+    staff: Operators, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = ledger.operators.verify_password
+
+    def slow(password: str, stored: str) -> bool:
+        time.sleep(0.05)  # a production hash takes far longer: the window the race needs
+        return real(password, stored)
+
+    monkeypatch.setattr(ledger.operators, "verify_password", slow)
+
+    def attempt(_: int) -> None:
+        with pytest.raises(SignInFailed):
+            staff.sign_in("ada", "wrong password", "10.0.0.9")
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        list(pool.map(attempt, range(40)))
+    reasons = [entry["detail"]["reason"] for entry in staff.audit(50, action="sign_in").items]
+    assert reasons.count("bad_password") == MAX_FAILURES
+    assert reasons.count("locked") == 40 - MAX_FAILURES
+
+
+def test_a_lockout_from_one_address_leaves_the_operator_open_from_another(
+    staff: Operators,
+) -> None:
+    for _ in range(MAX_FAILURES):
+        with pytest.raises(SignInFailed):
+            staff.sign_in("ada", "wrong password", "203.0.113.7")
+    with pytest.raises(SignInFailed):
+        staff.sign_in("ada", PASSWORD, "203.0.113.7")
+    assert staff.sign_in("ada", PASSWORD, "10.0.0.9").operator == "ada"
+    # and a good sign-in elsewhere does not lift the attacker's lock
+    with pytest.raises(SignInFailed):
+        staff.sign_in("ada", PASSWORD, "203.0.113.7")
+
+
+def test_a_new_password_lifts_the_lockout_from_every_address(staff: Operators) -> None:
+    for _ in range(MAX_FAILURES):
+        with pytest.raises(SignInFailed):
+            staff.sign_in("ada", "wrong password", "203.0.113.7")
+    staff.passwd("ada", PASSWORD + "!")
+    assert staff.sign_in("ada", PASSWORD + "!", "203.0.113.7").operator == "ada"
+
+
 def test_a_session_idle_too_long_is_over(staff: Operators, clock: Clock) -> None:
     token = staff.sign_in("ada", PASSWORD, None).token
     clock.now += IDLE - timedelta(seconds=1)
@@ -314,3 +363,20 @@ def test_operators_add_prompts_twice_for_a_hidden_password(store_url: str) -> No
     assert PASSWORD not in result.output
     with ledger.open_ledger(store_url) as book:
         assert Operators(book.store).sign_in("ada", PASSWORD, None).role == "admin"
+
+
+def test_the_audit_log_refuses_update_and_delete_like_the_journal(
+    book: ledger.Ledger, staff: Operators
+) -> None:
+    staff.record("ada", None, "check")
+    store: Any = book.store
+    for statement in ("UPDATE operator_audit SET outcome = 'x'", "DELETE FROM operator_audit"):
+        connection = store.dialect.connect(write=True)
+        try:
+            with pytest.raises(DBAPIError, match="append-only"):
+                connection.execute(text(statement))
+        finally:
+            connection.rollback()
+            connection.close()
+            store.dialect.release(connection)
+    assert staff.audit(1).items[0]["action"] == "check"
