@@ -9,6 +9,7 @@ turning into 5xx answers later.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -102,6 +103,11 @@ class Settings:
     stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS
     # Signed webhooks (ledger.webhooks): LEDGER_WEBHOOKS, JSON inline or a file's path.
     webhooks: WebhookConfig | None = None
+    # Console sign-in (ledger.http.limits): attempts per client address and overall (moving
+    # windows, "N/second|minute|hour"), and the threads that run the password hash.
+    sign_in_rate: str = "10/minute"
+    sign_in_rate_total: str = "60/minute"
+    hash_threads: int = 2
 
     def __post_init__(self) -> None:
         if not self.database_url.startswith(("sqlite", "postgres")):
@@ -167,6 +173,14 @@ class Settings:
             raise SettingsError("LEDGER_SHUTDOWN_TIMEOUT: must be > 0")
         if self.stale_hold_grace < timedelta(0) or self.stale_hold_days <= 0:
             raise SettingsError("LEDGER_STALE_HOLD_GRACE >= 0 and LEDGER_STALE_HOLD_DAYS > 0")
+        for name, rate in (
+            ("LEDGER_SIGN_IN_RATE", self.sign_in_rate),
+            ("LEDGER_SIGN_IN_RATE_TOTAL", self.sign_in_rate_total),
+        ):
+            if not _RATE.fullmatch(rate.strip().lower()):
+                raise SettingsError(f"{name}={rate!r}: expected a rate such as 10/minute")
+        if self.hash_threads < 1:
+            raise SettingsError("LEDGER_HASH_THREADS: must be at least 1")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -203,6 +217,7 @@ class Settings:
             ("LEDGER_SHUTDOWN_TIMEOUT", "shutdown_timeout", float),
             ("LEDGER_DELIVERY_RETENTION_DAYS", "delivery_retention_days", int),
             ("LEDGER_EVENT_RETENTION_DAYS", "event_retention_days", int),
+            ("LEDGER_HASH_THREADS", "hash_threads", int),
         ):
             if (raw := get(name)) is not None:
                 try:
@@ -217,6 +232,10 @@ class Settings:
         if process not in ("on", "off"):
             raise SettingsError(f"LEDGER_WRITER_PROCESS={process!r}: expected on or off")
         options["writer_process"] = process == "on"
+        if (rate := get("LEDGER_SIGN_IN_RATE")) is not None:
+            options["sign_in_rate"] = rate
+        if (rate := get("LEDGER_SIGN_IN_RATE_TOTAL")) is not None:
+            options["sign_in_rate_total"] = rate
         if (tls := get("LEDGER_TLS_MIN_VERSION")) is not None:
             options["tls_min_version"] = tls
         if (level := get("LEDGER_LOG_LEVEL")) is not None:
@@ -279,6 +298,9 @@ def stale_hold_options(environ: Mapping[str, str]) -> dict[str, Any]:
             raise SettingsError(f"LEDGER_STALE_HOLD_DAYS={days!r}: expected days > 0")
     return options
 
+
+# What ledger.http.limits reads (the limits library's notation, one rate).
+_RATE = re.compile(r"[1-9][0-9]{0,8}\s*(/|per)\s*(second|minute|hour|day)")
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
