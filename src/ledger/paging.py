@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from .csv_safe import neutralise
 from .errors import InvalidRequest
 
 __all__ = [
@@ -112,7 +113,8 @@ def every(read: Callable[[str | None], Page[T]]) -> Iterator[T]:
 
 
 def csv_lines(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> Iterator[str]:
-    """CSV text, a header line and then one line per row, produced as the rows arrive."""
+    """CSV text, a header line and then one line per row, produced as the rows arrive; no cell
+    a spreadsheet would read as a formula (:mod:`ledger.csv_safe`)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore")
     writer.writeheader()
@@ -129,4 +131,5 @@ def _cell(value: Any) -> Any:
     # Nested values (secrets, bet uid lists) become JSON text in one cell.
     if isinstance(value, dict | list | tuple):
         return json.dumps(value, separators=(",", ":"), default=str)
-    return "" if value is None else value
+    # Text that a spreadsheet would run as a formula is written as text (OWASP's rule).
+    return "" if value is None else neutralise(value)
