@@ -105,6 +105,9 @@ class Settings:
     webhooks: WebhookConfig | None = None
     # Console sign-in (ledger.http.limits): attempts per client address and overall (moving
     # windows, "N/second|minute|hour"), and the threads that run the password hash.
+    # The console's cookies: Secure when the request came over TLS (directly, or per a trusted
+    # proxy's X-Forwarded-Proto) with "auto", always with "always" (ledger.http.secure).
+    secure_cookies: str = "auto"
     sign_in_rate: str = "10/minute"
     sign_in_rate_total: str = "60/minute"
     hash_threads: int = 2
@@ -179,6 +182,8 @@ class Settings:
         ):
             if not _RATE.fullmatch(rate.strip().lower()):
                 raise SettingsError(f"{name}={rate!r}: expected a rate such as 10/minute")
+        if self.secure_cookies not in ("auto", "always"):
+            raise SettingsError("LEDGER_SECURE_COOKIES: expected auto or always")
         if self.hash_threads < 1:
             raise SettingsError("LEDGER_HASH_THREADS: must be at least 1")
 
@@ -232,6 +237,8 @@ class Settings:
         if process not in ("on", "off"):
             raise SettingsError(f"LEDGER_WRITER_PROCESS={process!r}: expected on or off")
         options["writer_process"] = process == "on"
+        if (secure := get("LEDGER_SECURE_COOKIES")) is not None:
+            options["secure_cookies"] = secure.lower()
         if (rate := get("LEDGER_SIGN_IN_RATE")) is not None:
             options["sign_in_rate"] = rate
         if (rate := get("LEDGER_SIGN_IN_RATE_TOTAL")) is not None:

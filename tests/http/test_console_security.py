@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from ipaddress import ip_network
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,11 @@ from litestar.testing import TestClient
 
 import ledger
 import ledger.operators
+from ledger.http.app import create_app
 from ledger.operators import Operators
 from ledger.settings import Settings, SettingsError
 from support.console import PASSWORD, ROLES, csrf_of, sign_in
-from support.httpkit import OPERATOR_HEADERS, serve
+from support.httpkit import OPERATOR_HEADERS, serve, settings_for
 
 
 @pytest.fixture(autouse=True)
@@ -48,6 +50,28 @@ def staffed(tmp_path: Path) -> None:
             staff.add(name, role, PASSWORD)
 
 
+class FromPeer:
+    """The app, as if every request's TCP peer were ``host`` (the test client says
+    ``testclient``, which is no address)."""
+
+    def __init__(self, app: Any, host: str) -> None:
+        self.app, self.host = app, host
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            scope["client"] = (self.host, 50000)
+        await self.app(scope, receive, send)
+
+
+@contextmanager
+def served_to(tmp_path: Path, host: str, **overrides: Any) -> Iterator[TestClient[Any]]:
+    """A test client whose requests come from ``host``, on an app with a staff."""
+    app = create_app(settings_for(tmp_path, **overrides))
+    with TestClient(FromPeer(app, host), raise_server_exceptions=False) as client:
+        staffed(tmp_path)
+        yield client
+
+
 @pytest.fixture
 def client(tmp_path: Path) -> Iterator[TestClient[Any]]:
     with serve(tmp_path, sign_in_rate="3/minute") as found:
@@ -70,12 +94,13 @@ def test_sign_ins_over_the_rate_of_one_address_are_answered_429_before_any_hash(
 def test_sign_ins_over_the_overall_rate_are_answered_429_whatever_their_address(
     tmp_path: Path, hashes: list[str]
 ) -> None:
-    with serve(
+    with served_to(
         tmp_path,
+        "10.0.0.1",
+        sign_in_rate="1/minute",
         sign_in_rate_total="4/minute",
-        trusted_proxies=(ip_network("0.0.0.0/0"),),
+        trusted_proxies=(ip_network("10.0.0.1"),),
     ) as client:
-        staffed(tmp_path)
         form = csrf_of(client.get("/console/sign-in").text)
         statuses = []
         for n in range(6):
@@ -163,3 +188,34 @@ def test_the_sign_in_limits_are_read_from_the_environment_and_checked() -> None:
     ):
         with pytest.raises(SettingsError, match=name):
             Settings.from_env({name: value})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "headers", "secure"),
+    [
+        ({}, {"x-forwarded-proto": "https"}, False),  # nobody trusted: the header is ignored
+        ({"trusted_proxies": (ip_network("10.0.0.0/8"),)}, {"x-forwarded-proto": "https"}, True),
+        ({"trusted_proxies": (ip_network("10.0.0.0/8"),)}, {"x-forwarded-proto": "http"}, False),
+        ({"trusted_proxies": (ip_network("10.9.9.9"),)}, {"x-forwarded-proto": "https"}, False),
+        ({"secure_cookies": "always"}, {}, True),
+    ],
+)
+def test_the_session_cookie_is_secure_whenever_the_request_reached_a_trusted_proxy_over_tls(
+    tmp_path: Path, overrides: dict[str, Any], headers: dict[str, str], secure: bool
+) -> None:
+    with served_to(tmp_path, "10.0.0.1", **overrides) as client:
+        form = client.get("/console/sign-in", headers=headers)
+        token = csrf_of(form.text)
+        # Set by hand: the test client keeps a Secure cookie from a plain-HTTP request.
+        client.cookies.clear()
+        answer = client.post(
+            "/console/sign-in",
+            data={"name": "ada", "password": PASSWORD, "csrf": token},
+            headers={**headers, "cookie": f"ledger_console_sign_in={token}"},
+            follow_redirects=False,
+        )
+        assert answer.status_code == 303
+        cookies = answer.headers.get_list("set-cookie")
+        session = next(c for c in cookies if c.startswith("ledger_console="))
+        assert ("secure" in session.lower().split("; ")) is secure
+        assert ("secure" in form.headers["set-cookie"].lower().split("; ")) is secure

@@ -41,6 +41,7 @@ from ...service import Ledger
 from ..auth import client_address
 from ..limits import SignInGate, SignInThrottled
 from ..runtime import Runtime
+from ..secure import came_over_tls
 from .books import Kit, books_handlers, overview_books
 
 __all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates", "request_address"]
@@ -108,13 +109,14 @@ def request_address(request: Request[Any, Any, Any], runtime: Runtime) -> str | 
 
 
 def _cookie(request: Request[Any, Any, Any], key: str, value: str, max_age: int | None) -> Cookie:
+    runtime: Runtime = request.app.state.runtime
     return Cookie(
         key=key,
         value=value,
         path=PREFIX,
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=came_over_tls(request, runtime.settings),
         max_age=max_age,
     )
 
