@@ -79,7 +79,7 @@ def operator_router(runtime: Runtime) -> Router:
         user, currency, amount, reference = _movement(await request.body())
         _note(request, user=user, currency=currency, amount=amount, reference=reference)
         # Its event carries the caller's X-Request-Id, like a callback's.
-        request_id = request.headers.get("x-request-id")
+        request_id = _request_id(request)
         movement = await runtime.call(
             lambda ledger: ledger.deposit(user, currency, amount, reference, request_id=request_id)
         )
@@ -96,7 +96,7 @@ def operator_router(runtime: Runtime) -> Router:
         user, currency, amount, reference = _movement(await request.body())
         _note(request, user=user, currency=currency, amount=amount, reference=reference)
         # Its event carries the caller's X-Request-Id, like a callback's.
-        request_id = request.headers.get("x-request-id")
+        request_id = _request_id(request)
         movement = await runtime.call(
             lambda ledger: ledger.withdraw(user, currency, amount, reference, request_id=request_id)
         )
@@ -429,6 +429,12 @@ def _note(request: Request[Any, Any, Any], **fields: Any) -> None:
     details = request.scope.get("state", {}).get(_LOG_DETAILS)
     if isinstance(details, dict):
         details.update(fields)
+
+
+def _request_id(request: Request[Any, Any, Any]) -> str | None:
+    """The caller's X-Request-Id as its event keeps it: up to the column's 255 characters."""
+    found = request.headers.get("x-request-id")
+    return None if found is None else found[:255]
 
 
 def _bounded(value: Any) -> Any:

@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from ..errors import StoreUnavailable
 from ..service import Ledger, open_ledger
 from ..settings import Settings
+from .limits import RefusalJournal
 
 __all__ = ["LoopFutures", "Metrics", "Runtime"]
 
@@ -196,6 +197,7 @@ class Runtime:
     def __init__(self, settings: Settings, ledger: Ledger | None = None) -> None:
         self.settings = settings
         self.metrics = Metrics()
+        self.refusals = RefusalJournal(self.metrics.registry)
         self._ledger = ledger
         self._owns_ledger = ledger is None
         self._lock = threading.Lock()
