@@ -73,7 +73,18 @@ ACTIONS = (
     "operator_add",
     "operator_disable",
     "operator_passwd",
+    # A console POST refused for a missing or wrong CSRF token.
+    "csrf_refused",
+    # A call of the operator API (/admin) with the operator token that changes something or
+    # exports a list: by ``token:<fingerprint>``.
+    "reconcile",
+    "admin",
 )
+
+# Bounds of what one audit entry keeps: anyone signed in (a viewer too) can make the console
+# write one, with form fields of their choosing.
+AUDIT_TEXT = 200
+AUDIT_DETAILS = 16
 
 AUDIT_COLUMNS = ("id", "at", "operator", "ip", "action", "target", "outcome", "detail")
 
@@ -201,6 +212,12 @@ class Session:
         return presented is not None and hmac.compare_digest(presented.encode(), self.csrf.encode())
 
 
+def _bounded(value: Any) -> Any:
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    return str(value)[:AUDIT_TEXT]
+
+
 def audit_dict(row: AuditRow) -> dict[str, Any]:
     return {
         "id": row.id,
@@ -212,6 +229,20 @@ def audit_dict(row: AuditRow) -> dict[str, Any]:
         "outcome": row.outcome,
         "detail": json.loads(row.detail) if row.detail else None,
     }
+
+
+def _chunked(lines: Iterator[str], size: int = 65_536) -> Iterator[str]:
+    # A streamed answer hands each item over from a worker thread: ~64 KB at a time, not a line.
+    buffer: list[str] = []
+    held = 0
+    for line in lines:
+        buffer.append(line)
+        held += len(line)
+        if held >= size:
+            yield "".join(buffer)
+            buffer, held = [], 0
+    if buffer:
+        yield "".join(buffer)
 
 
 class Operators:
@@ -335,16 +366,21 @@ class Operators:
         outcome: str = "ok",
         **detail: Any,
     ) -> None:
-        """Write one audit entry: who, from where, what, with what outcome (now)."""
-        kept = {name: value for name, value in detail.items() if value is not None}
+        """Write one audit entry: who, from where, what, with what outcome (now). Every field
+        is bounded: texts to ``AUDIT_TEXT`` characters, at most ``AUDIT_DETAILS`` details."""
+        kept = {
+            name[:64]: _bounded(value)
+            for name, value in list(detail.items())[:AUDIT_DETAILS]
+            if value is not None
+        }
         self.tables.record(
             at=self.now(),
-            operator=operator,
-            ip=ip,
+            operator=None if operator is None else operator[:64],
+            ip=None if ip is None else ip[:64],
             action=action,
             target=None if target is None else str(target)[:300],
             detail=json.dumps(kept, default=str, separators=(",", ":")) if kept else None,
-            outcome=outcome,
+            outcome=outcome[:64],
         )
 
     def audit(
@@ -360,9 +396,12 @@ class Operators:
         return Page([audit_dict(row) for row in page.items], page.next)
 
     def audit_csv(self, action: str | None = None) -> Iterator[str]:
-        """The whole audit log (or one action's entries) as CSV, newest first."""
+        """The whole audit log (or one action's entries) as CSV, newest first, read a page at a
+        time as the lines are taken (``action`` is checked before the first line)."""
+        if action is not None and action not in ACTIONS:
+            raise InvalidRequest(f"action must be one of {', '.join(ACTIONS)}")
         rows = every(lambda after: self.audit(1000, after, action))
-        return csv_lines(rows, AUDIT_COLUMNS)
+        return _chunked(csv_lines(rows, AUDIT_COLUMNS))
 
     def last_check(self) -> dict[str, Any] | None:
         rows = self.tables.audit(1, None, "check")

@@ -380,3 +380,38 @@ def test_the_audit_log_refuses_update_and_delete_like_the_journal(
             connection.close()
             store.dialect.release(connection)
     assert staff.audit(1).items[0]["action"] == "check"
+
+
+def test_an_audit_entry_keeps_bounded_fields_whatever_it_is_given(staff: Operators) -> None:
+    many = {f"field{n}": "v" * 10_000 for n in range(100)}
+    staff.record("o" * 500, "i" * 500, "deposit", "t" * 10_000, outcome="x" * 500, **many)
+    (entry,) = staff.audit(1).items
+    assert len(entry["operator"]) == 64
+    assert len(entry["ip"]) == 64
+    assert len(entry["target"]) == 300
+    assert len(entry["outcome"]) == 64
+    assert len(entry["detail"]) == ledger.operators.AUDIT_DETAILS
+    assert {len(value) for value in entry["detail"].values()} == {ledger.operators.AUDIT_TEXT}
+
+
+def test_the_audit_export_reads_the_log_a_page_at_a_time_as_it_is_taken(
+    staff: Operators, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(2500):
+        staff.record("ada", None, "check", str(n))
+    reads: list[int] = []
+    real = staff.tables.audit
+
+    def counted(limit: int, before: int | None, action: str | None = None) -> Any:
+        reads.append(limit)
+        return real(limit, before, action)
+
+    monkeypatch.setattr(staff.tables, "audit", counted)
+    lines = staff.audit_csv()
+    assert reads == []
+    first = next(lines)
+    assert first.startswith("id,at,operator")
+    assert len(reads) == 2  # two pages of 1000 for the first 64 KB, not the whole log
+    assert sum(chunk.count("\n") for chunk in [first, *lines]) == 2501
+    with pytest.raises(InvalidRequest):
+        staff.audit_csv("nonsense")

@@ -32,7 +32,8 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from .. import views
 from ..contract import check_id, parse_json
 from ..deliveries import DeliveryFilter
-from ..errors import BetNotFound, InvalidRequest, UserNotFound
+from ..errors import BetNotFound, InvalidRequest, LedgerError, UserNotFound
+from ..operators import Operators
 from ..paging import DEFAULT_LIMIT, EXPORT_PAGE, Page, csv_lines, every
 from ..service import Ledger, parse_instant
 from ..settings import Settings
@@ -365,7 +366,7 @@ def operator_router(runtime: Runtime) -> Router:
         route_handlers=handlers,
         guards=[guard],
         # Outside the guard: refused requests (401, 403) are logged too.
-        middleware=[_operator_log(runtime.settings)],
+        middleware=[_operator_log(runtime)],
         security=OPERATOR_SECURITY,
         tags=["operator"],
     )
@@ -444,14 +445,18 @@ def _bounded(value: Any) -> Any:
     return text if len(text) <= LOGGED_TEXT else text[:LOGGED_TEXT] + "..."
 
 
-def _operator_log(settings: Settings) -> Callable[[ASGIApp], ASGIApp]:
+def _operator_log(runtime: Runtime) -> Callable[[ASGIApp], ASGIApp]:
     """Middleware writing one JSON line per operator request on ``ledger.operator``.
 
     The line says when (``ts``, ISO-8601 UTC, as the answer is sent), who (``who``: the
     fingerprint of the bearer token presented, never the token), from where (``ip``), what
     (``method``, ``path``, ``query``; for a deposit or withdrawal ``user``, ``currency``,
     ``amount``, ``reference`` and ``applied``) and the outcome (``status``, ``error``).
+
+    A call with the operator token that changes something or exports a list is also written to
+    the audit log (:func:`_audited`), as the console's actions are.
     """
+    settings = runtime.settings
 
     def middleware(app: ASGIApp) -> ASGIApp:
         async def logged(scope: Scope, receive: Receive, send: Send) -> None:
@@ -481,10 +486,54 @@ def _operator_log(settings: Settings) -> Callable[[ASGIApp], ASGIApp]:
                     logging.INFO if status < 500 else logging.ERROR,
                     json.dumps(line, separators=(",", ":")),
                 )
+                await _audited(runtime, scope, line)
 
         return logged
 
     return middleware
+
+
+# Written by the route itself (an export of the audit log records itself, with its filter).
+_SELF_AUDITED = ("/admin/audit",)
+_ACTION_OF_PATH = {
+    "/admin/deposits": "deposit",
+    "/admin/withdrawals": "withdrawal",
+    "/admin/reconciliations": "reconcile",
+}
+
+
+async def _audited(runtime: Runtime, scope: Scope, line: dict[str, Any]) -> None:
+    """Write the audit entry of an operator-token call that changes something or exports a list
+    (as ``token:<fingerprint>``); reads and calls without the token are only logged."""
+    settings = runtime.settings
+    path, method = str(scope["path"]).rstrip("/"), scope.get("method")
+    export = b"format=csv" in scope.get("query_string", b"")
+    if (method in ("GET", "HEAD") and not export) or path in _SELF_AUDITED:
+        return
+    headers = Headers.from_scope(scope)
+    try:
+        check_operator(headers.get("authorization"), settings)
+    except LedgerError:
+        return
+    action = "export" if export else _ACTION_OF_PATH.get(path, "admin")
+    status = line["status"]
+    outcome = "ok" if status < 400 else str(line.get("error") or f"http.{status}")
+    who = f"token:{line['who']}"
+    noted = {
+        name: line.get(name)
+        for name in ("currency", "amount", "reference", "applied", "request_id")
+    }
+    target = line.get("user") or path
+
+    def write(ledger: Ledger) -> None:
+        Operators(ledger.store).record(
+            who, line["ip"], action, target, outcome=outcome, method=method, path=path, **noted
+        )
+
+    try:
+        await runtime.call(write)
+    except LedgerError as exc:
+        log.warning("operator call not audited: %s", exc.message)
 
 
 def _log_line(

@@ -155,6 +155,10 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         form = {name: str(value) for name, value in (await request.form()).items()}
         presented = form.get("csrf") or request.headers.get(CSRF_HEADER)
         if not session.csrf_ok(presented):
+            # Only the path: the form's fields are of the sender's choosing.
+            await call(
+                audit(request, session, "csrf_refused", request.url.path, outcome=CsrfRefused.key)
+            )
             raise CsrfRefused("this form's CSRF token is missing or wrong: reload the page")
         return form
 
@@ -373,12 +377,18 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         )
 
     @get("/audit.csv", include_in_schema=False)
-    async def audit_csv(request: Request[Any, Any, Any], action: OptionalText = None) -> Stream:
+    async def audit_csv(
+        request: Request[Any, Any, Any], action: OptionalText = None
+    ) -> Response[Any]:
         session = await signed_in(request)
+        try:
+            # Lazy: read a page at a time on a worker thread as the browser takes the lines.
+            lines = await call(lambda ledger: operators(ledger).audit_csv(action or None))
+        except LedgerError as error:
+            return failed(request, session, error)
         await call(audit(request, session, "export", "audit", only=action))
-        lines = await call(lambda ledger: list(operators(ledger).audit_csv(action or None)))
         return Stream(
-            iter(lines),
+            lines,
             media_type="text/csv; charset=utf-8",
             headers={"content-disposition": 'attachment; filename="audit.csv"'},
         )
