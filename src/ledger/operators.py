@@ -42,6 +42,7 @@ __all__ = [
     "LOCKOUT",
     "MAX_FAILURES",
     "ROLES",
+    "LastAdmin",
     "OperatorNotFound",
     "Operators",
     "Session",
@@ -111,6 +112,11 @@ class SignInFailed(Unauthorized):
     key = "auth.sign_in_failed"
 
 
+class LastAdmin(LedgerError):
+    key = "operator.last_admin"
+    status = 409
+
+
 class OperatorNotFound(LedgerError):
     key = "operator.not_found"
     status = 404
@@ -173,10 +179,32 @@ def check_role(role: str) -> str:
     return role
 
 
+# The commonest passwords of at least MIN_PASSWORD characters in the public breach lists (the
+# SecLists "10-million-password-list" top entries of that length), compared case-blind.
+_COMMON_LIST = """
+    1234567890 0987654321 1234567891 1111111111 0000000000 1q2w3e4r5t 1qaz2wsx3edc
+    qwertyuiop qwertyuiop1 qwerty1234 qwerty12345 qwerty123456 asdfghjkl1 asdfghjkl123
+    zxcvbnm123 password12 password123 password1234 passw0rd12 passw0rd123 p@ssw0rd123
+    iloveyou12 iloveyou123 letmein123 welcome123 welcome1234 changeme123 administrator
+    admin12345 admin123456 abcdefghij abc1234567 abcd123456 a123456789 123456789a
+    1234qwerty 12345qwert 123qweasdzxc 1qazxsw23edc football123 baseball123 princess123
+    sunshine123 superman123 trustno1234 monkey1234 dragon1234 master1234 starwars123
+"""
+_COMMON = frozenset(_COMMON_LIST.split())
+
+
 def check_password(password: str) -> str:
+    """A password of at least ``MIN_PASSWORD`` characters that is not only whitespace, not one
+    character repeated and not one of the commonest (:data:`_COMMON`)."""
     if not isinstance(password, str) or len(password) < MIN_PASSWORD:
         raise InvalidRequest(
             f"a password has at least {MIN_PASSWORD} characters", key="operator.weak_password"
+        )
+    if not password.strip() or len(set(password)) == 1 or password.lower() in _COMMON:
+        raise InvalidRequest(
+            "this password is too easy to guess (whitespace, one character repeated, or one "
+            "of the commonest passwords): choose another",
+            key="operator.weak_password",
         )
     return password
 
@@ -266,8 +294,13 @@ class Operators:
         return self.tables.every()
 
     def disable(self, name: str) -> None:
-        if not self.tables.change(check_name(name), end_sessions=True, disabled_at=self.now()):
+        """Disable ``name`` and end their sessions; never the last enabled admin (nobody could
+        manage operators any more but through the CLI)."""
+        found = self.tables.disable(check_name(name), self.now())
+        if found is None:
             raise OperatorNotFound(f"no operator {name!r}")
+        if not found:
+            raise LastAdmin(f"{name!r} is the last enabled admin: add another admin first")
 
     def passwd(self, name: str, password: str) -> None:
         """Set a new password; it also lifts a lockout and ends the operator's sessions."""

@@ -13,7 +13,7 @@ import click
 from .cli import db_option, emit, fail, opened
 from .errors import LedgerError
 from .stores.webhooks import WebhookTables
-from .webhooks import WebhookConfigError, ledger_feed, parse_config, statuses
+from .webhooks import WebhookConfigError, ledger_feed, masked_url, parse_config, statuses
 
 __all__ = ["COMMANDS"]
 
@@ -52,7 +52,7 @@ def status(db: str, as_json: bool) -> None:
             f"{item.name}  cursor={item.cursor} head={item.head} lag={item.lag_events} events "
             f"({data['lag_seconds']} s)  attempts={item.attempts}  holder={item.holder or '-'}"
         )
-        click.echo(f"  url={item.url}")
+        click.echo(f"  url={masked_url(item.url)}")
         click.echo(f"  last success: {data['last_success_at'] or 'never'}")
         if item.last_error is not None:
             click.echo(f"  last error: {data['last_error_at']} {item.last_error}")

@@ -219,3 +219,30 @@ def test_the_session_cookie_is_secure_whenever_the_request_reached_a_trusted_pro
         session = next(c for c in cookies if c.startswith("ledger_console="))
         assert ("secure" in session.lower().split("; ")) is secure
         assert ("secure" in form.headers["set-cookie"].lower().split("; ")) is secure
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/console/sign-in",
+        "/console/overview",
+        "/console/audit.csv",
+        "/console/static/console.css",
+        "/console/tournaments?uid=x",
+    ],
+)
+def test_every_console_answer_carries_the_security_headers_and_hsts_only_under_tls(
+    tmp_path: Path, path: str
+) -> None:
+    with served_to(tmp_path, "10.0.0.1", trusted_proxies=(ip_network("10.0.0.0/8"),)) as client:
+        assert sign_in(client, "ada").status_code == 303
+        plain = client.get(path)
+        tls = client.get(path, headers={"x-forwarded-proto": "https"})
+    policy = plain.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in policy
+    assert "script-src 'self'" in policy
+    assert plain.headers["x-content-type-options"] == "nosniff"
+    assert plain.headers["x-frame-options"] == "DENY"
+    assert plain.headers["cache-control"] == "no-store"
+    assert "strict-transport-security" not in plain.headers
+    assert tls.headers["strict-transport-security"].startswith("max-age=")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -363,3 +364,39 @@ def test_the_sender_reads_at_most_a_few_hundred_bytes_of_a_receivers_endless_ans
     # The 500's body is quoted in part; the 200's is never read.
     assert errors == ["HTTP 500: " + "x" * 200]
     assert max(b - a for a, b in itertools.pairwise(taken)) <= 2 * 65536
+
+
+def test_credentials_in_a_webhook_url_are_sent_as_basic_auth_and_never_shown(
+    book: ledger.Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    feed = MemoryFeed()
+    feed.emit(["deposit"])
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(204)
+
+    url = "https://crm:s3cret-pw@crm.test/hook"
+    config = parse_config(
+        json.dumps(
+            {
+                "endpoints": [{"name": "crm", "url": url, "secret": SECRET}],
+                "poll_seconds": 0.05,
+            }
+        )
+    )
+    sender = WebhookSender(config, book, source=feed, transport=httpx.MockTransport(handler))
+
+    async def scenario() -> None:
+        async with sender:
+            await wait_for_cursor(book, 1)
+
+    with caplog.at_level(logging.DEBUG):
+        run(scenario)
+    assert seen[0].headers["authorization"] == httpx.BasicAuth("crm", "s3cret-pw")._auth_header
+    assert "s3cret" not in str(seen[0].url)
+    (status,) = statuses(book, config, feed)
+    assert status.to_dict()["url"] == "https://crm:***@crm.test/hook"
+    assert "s3cret" not in repr(config.endpoints[0])
+    assert "s3cret" not in caplog.text

@@ -415,3 +415,27 @@ def test_the_audit_export_reads_the_log_a_page_at_a_time_as_it_is_taken(
     assert sum(chunk.count("\n") for chunk in [first, *lines]) == 2501
     with pytest.raises(InvalidRequest):
         staff.audit_csv("nonsense")
+
+
+@pytest.mark.parametrize(
+    "password", [" " * 12, "\t\n" * 6, "aaaaaaaaaaaa", "Password123", "QWERTYUIOP", "1234567890"]
+)
+def test_whitespace_repeated_and_common_passwords_are_refused(
+    staff: Operators, password: str
+) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        staff.add("eve", "viewer", password)
+    assert caught.value.key == "operator.weak_password"
+    with pytest.raises(InvalidRequest):
+        staff.passwd("ada", password)
+
+
+def test_the_last_enabled_admin_cannot_be_disabled(staff: Operators) -> None:
+    with pytest.raises(ledger.operators.LastAdmin):
+        staff.disable("ada")
+    staff.add("bob", "admin", PASSWORD)
+    staff.disable("ada")
+    with pytest.raises(ledger.operators.LastAdmin) as caught:
+        staff.disable("bob")
+    assert (caught.value.key, caught.value.status) == ("operator.last_admin", 409)
+    assert [row.name for row in staff.every() if row.disabled_at is None] == ["bob", "cal"]

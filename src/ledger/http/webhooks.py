@@ -315,6 +315,13 @@ class _EndpointSender:
             BATCH_HEADER: batch.key,
             "user-agent": self.sender.user_agent,
         }
+        # Credentials in the URL travel as Basic auth (as httpx would send them), so that the
+        # URL httpx logs at every request carries none.
+        url = httpx.URL(endpoint.url)
+        auth: httpx.BasicAuth | None = None
+        if url.username or url.password:
+            auth = httpx.BasicAuth(url.username, url.password)
+            url = url.copy_with(username=None, password=None)
         try:
             # httpx's timeout bounds each phase; this bounds the whole exchange, which must end
             # inside the lease.
@@ -323,7 +330,7 @@ class _EndpointSender:
             # (client.post), a receiver's never-ending 200 took the server to 2.2 GB.
             with anyio.fail_after(endpoint.timeout):
                 async with self.sender.client.stream(
-                    "POST", endpoint.url, content=batch.body, headers=headers
+                    "POST", url, content=batch.body, headers=headers, auth=auth
                 ) as response:
                     status = response.status_code
                     quoted = b""

@@ -118,6 +118,31 @@ class OperatorTables(SideTables):
             rows = c.execute(select(operators).order_by(operators.c.name)).all()
         return [_operator(row) for row in rows]
 
+    def disable(self, name: str, now: datetime) -> bool | None:
+        """Disable ``name`` and end their sessions: ``True``; ``None`` for no such operator;
+        ``False`` (nothing changed) if they are the last enabled admin.
+
+        The enabled admins are read locked (Postgres; SQLite's write transaction holds the
+        whole database), so two admins disabling each other at once leave one of them."""
+        enabled = operators.c.disabled_at.is_(None)
+        with self._tx(write=True) as c:
+            target = c.execute(
+                select(operators.c.role, operators.c.disabled_at).where(operators.c.name == name)
+            ).first()
+            if target is None:
+                return None
+            if target.role == "admin" and target.disabled_at is None:
+                admins = c.execute(
+                    select(operators.c.name)
+                    .where((operators.c.role == "admin") & enabled)
+                    .with_for_update()
+                ).all()
+                if not any(row.name != name for row in admins):
+                    return False
+            c.execute(update(operators).where(operators.c.name == name).values(disabled_at=now))
+            c.execute(delete(operator_sessions).where(operator_sessions.c.operator == name))
+        return True
+
     def change(self, name: str, *, end_sessions: bool = False, **values: Any) -> bool:
         """Set ``values`` on the operator; ``end_sessions`` signs them out everywhere."""
         with self._tx(write=True) as c:

@@ -41,7 +41,7 @@ from ...service import Ledger
 from ..auth import client_address
 from ..limits import SignInGate, SignInThrottled
 from ..runtime import Runtime
-from ..secure import came_over_tls
+from ..secure import came_over_tls, secure_headers
 from .books import Kit, books_handlers, overview_books
 
 __all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates", "request_address"]
@@ -480,11 +480,13 @@ def console_handlers(runtime: Runtime) -> list[Any]:
             exception_handlers={SignInNeeded: sign_in_needed, CsrfRefused: refused},
             include_in_schema=False,
             request_max_body_size=FORM_MAX_BYTES,
+            middleware=[secure_headers(settings)],
         ),
         create_static_files_router(
             path=PREFIX + "/static",
             directories=[HERE / "static"],
             name="console_static",
             include_in_schema=False,
+            middleware=[secure_headers(settings)],
         ),
     ]
