@@ -111,6 +111,8 @@ class Settings:
     sign_in_rate: str = "10/minute"
     sign_in_rate_total: str = "60/minute"
     hash_threads: int = 2
+    # Long-polls of GET /admin/events waiting at once (ledger.http.notifier); more get 503.
+    event_waiters: int = 200
 
     def __post_init__(self) -> None:
         if not self.database_url.startswith(("sqlite", "postgres")):
@@ -184,6 +186,8 @@ class Settings:
                 raise SettingsError(f"{name}={rate!r}: expected a rate such as 10/minute")
         if self.secure_cookies not in ("auto", "always"):
             raise SettingsError("LEDGER_SECURE_COOKIES: expected auto or always")
+        if self.event_waiters < 1:
+            raise SettingsError("LEDGER_EVENT_WAITERS: must be at least 1")
         if self.hash_threads < 1:
             raise SettingsError("LEDGER_HASH_THREADS: must be at least 1")
 
@@ -223,6 +227,7 @@ class Settings:
             ("LEDGER_DELIVERY_RETENTION_DAYS", "delivery_retention_days", int),
             ("LEDGER_EVENT_RETENTION_DAYS", "event_retention_days", int),
             ("LEDGER_HASH_THREADS", "hash_threads", int),
+            ("LEDGER_EVENT_WAITERS", "event_waiters", int),
         ):
             if (raw := get(name)) is not None:
                 try:
