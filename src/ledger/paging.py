@@ -79,12 +79,20 @@ def position(text: str | None, *kinds: type) -> Key | None:
         not isinstance(key, list)
         or len(key) != len(kinds)
         or not all(
-            isinstance(part, kind) and not isinstance(part, bool)
+            isinstance(part, kind) and not isinstance(part, bool) and _storable(part)
             for part, kind in zip(key, kinds, strict=True)
         )
     ):
         raise InvalidRequest("not a cursor this API gave", key="request.invalid_cursor")
     return tuple(key)
+
+
+def _storable(part: Any) -> bool:
+    # What a key column can hold on both stores: a 64-bit integer (beyond it Postgres refuses
+    # the comparison, a 5xx), text without NUL (Postgres' text cannot hold one).
+    if isinstance(part, int):
+        return -(2**63) <= part < 2**63
+    return not (isinstance(part, str) and "\x00" in part)
 
 
 def check_limit(limit: int, maximum: int = MAX_LIMIT) -> int:

@@ -32,6 +32,7 @@ from ledger.operators import (
     hash_password,
     verify_password,
 )
+from ledger.paging import cursor
 from ledger.stores.operators import OperatorExists
 
 PASSWORD = "correct horse battery"
@@ -439,3 +440,10 @@ def test_the_last_enabled_admin_cannot_be_disabled(staff: Operators) -> None:
         staff.disable("bob")
     assert (caught.value.key, caught.value.status) == ("operator.last_admin", 409)
     assert [row.name for row in staff.every() if row.disabled_at is None] == ["bob", "cal"]
+
+
+@pytest.mark.parametrize("key", [2**64, -(2**70), int("9" * 1000)])
+def test_a_cursor_beyond_64_bits_is_a_400_not_a_database_error(staff: Operators, key: int) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        staff.audit(10, cursor(key))
+    assert caught.value.key == "request.invalid_cursor"

@@ -41,6 +41,7 @@ from ..views import Balance, HoldView, Movement, StatementLine
 from .auth import check_operator, client_address
 from .callbacks import require_json
 from .console.audit import audit_answer
+from .filenames import attachment
 from .logs import fingerprint, iso_utc
 from .openapi import OPERATOR_SECURITY, operator_docs
 from .runtime import Runtime
@@ -622,7 +623,7 @@ def _csv_stream(
         chunks(),
         # Litestar appends "; charset=utf-8" to text/* types itself.
         media_type="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        headers={"Content-Disposition": attachment(filename)},
     )
 
 

@@ -21,7 +21,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from ..settings import Settings
 from .auth import client_address
 
-__all__ = ["SECURITY_HEADERS", "came_over_tls", "secure_headers"]
+__all__ = ["SECURITY_HEADERS", "came_over_tls", "nul_refused", "secure_headers"]
 
 # Every console answer (pages, partials, exports, static files, errors). Every script and style
 # is a file of the console's own (static/); styles may also be set inline (uPlot sizes its
@@ -84,3 +84,27 @@ def secure_headers(settings: Settings) -> Callable[[ASGIApp], ASGIApp]:
         return secured
 
     return middleware
+
+
+def nul_refused(app: ASGIApp) -> ASGIApp:
+    """Middleware answering 404 for a path with a NUL character (``/static/%00``), which no file
+    can have: the file system refuses it with an error that was a 500."""
+
+    async def refused(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == ScopeType.HTTP and "\x00" in scope["path"]:
+            body = b'{"error":"not_found","message":"Not Found"}'
+            start: Any = {
+                "type": "http.response.start",
+                "status": 404,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+            end: Any = {"type": "http.response.body", "body": body}
+            await send(start)
+            await send(end)
+            return
+        await app(scope, receive, send)
+
+    return refused

@@ -41,7 +41,7 @@ from ...service import Ledger
 from ..auth import client_address
 from ..limits import SignInGate, SignInThrottled
 from ..runtime import Runtime
-from ..secure import came_over_tls, secure_headers
+from ..secure import came_over_tls, nul_refused, secure_headers
 from .books import Kit, books_handlers, overview_books
 
 __all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates", "request_address"]
@@ -487,6 +487,6 @@ def console_handlers(runtime: Runtime) -> list[Any]:
             directories=[HERE / "static"],
             name="console_static",
             include_in_schema=False,
-            middleware=[secure_headers(settings)],
+            middleware=[secure_headers(settings), nul_refused],
         ),
     ]
