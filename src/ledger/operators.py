@@ -31,6 +31,7 @@ from typing import Any
 from .errors import Forbidden, InvalidRequest, LedgerError, Unauthorized
 from .money import render
 from .paging import Page, check_limit, csv_lines, every, page_of, position
+from .storable import storable
 from .stores import Store
 from .stores.operators import AuditRow, OperatorRow, OperatorTables
 
@@ -243,7 +244,7 @@ class Session:
 def _bounded(value: Any) -> Any:
     if isinstance(value, bool | int | float) or value is None:
         return value
-    return str(value)[:AUDIT_TEXT]
+    return storable(str(value)[:AUDIT_TEXT])
 
 
 def audit_dict(row: AuditRow) -> dict[str, Any]:
@@ -408,12 +409,14 @@ class Operators:
         }
         self.tables.record(
             at=self.now(),
-            operator=None if operator is None else operator[:64],
-            ip=None if ip is None else ip[:64],
+            operator=None if operator is None else storable(operator[:64]),
+            ip=None if ip is None else storable(ip[:64]),
             action=action,
-            target=None if target is None else str(target)[:300],
+            target=None if target is None else storable(str(target)[:300]),
+            # JSON escapes NUL (\u0000), which Postgres' text holds; a lone surrogate it would
+            # write as it is, so every detail is made storable first.
             detail=json.dumps(kept, default=str, separators=(",", ":")) if kept else None,
-            outcome=outcome[:64],
+            outcome=storable(outcome[:64]),
         )
 
     def audit(

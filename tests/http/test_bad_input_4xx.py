@@ -14,7 +14,7 @@ import ledger
 import ledger.operators
 from ledger.http.filenames import attachment
 from ledger.operators import Operators
-from support.console import PASSWORD, sign_in
+from support.console import PASSWORD, csrf_of, sign_in
 from support.httpkit import OPERATOR_HEADERS, Wallet, serve
 
 
@@ -61,3 +61,31 @@ def test_a_statement_of_any_uid_downloads_under_a_safe_and_exact_filename(
     fallback = disposition.split('filename="', 1)[1].split('"', 1)[0]
     assert set(fallback) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
     assert disposition.endswith("filename*=UTF-8''" + quote(f"statement-{uid}.csv", safe=""))
+
+
+def test_nul_in_a_movements_user_or_a_request_id_is_no_503_on_any_store(
+    tmp_path: Path, store_url: str
+) -> None:
+    with serve(tmp_path, database_url=store_url) as client:
+        with ledger.open_ledger(store_url) as book:
+            Operators(book.store).add("cal", "cashier", PASSWORD)
+        body = {"user": "u\x00", "currency": "EUR", "amount": "1", "reference": "n1"}
+        refused = client.post("/admin/deposits", json=body, headers=OPERATOR_HEADERS)
+        assert refused.status_code == 400
+        body = {**body, "user": "u1"}
+        marked = client.post(
+            "/admin/deposits", json=body, headers={**OPERATOR_HEADERS, "x-request-id": "r\x00"}
+        )
+        assert marked.status_code == 200, marked.text
+        events = client.get("/admin/events", headers=OPERATOR_HEADERS).json()["events"]
+        assert events[-1]["request_id"] == "r\ufffd"
+        # The console: the movement is refused (400) and its audit entry written.
+        assert sign_in(client, "cal").status_code == 303
+        csrf = csrf_of(client.get("/console/overview").text)
+        form = {"csrf": csrf, "kind": "deposit", "currency": "EUR", "amount": "1"}
+        answer = client.post(
+            "/console/users/movements", data={**form, "uid": "v\x00", "reference": "n2"}
+        )
+        assert answer.status_code == 400
+        entry = client.get("/admin/audit", headers=OPERATOR_HEADERS).json()["items"][0]
+        assert (entry["operator"], entry["target"]) == ("cal", "v\ufffd")

@@ -447,3 +447,15 @@ def test_a_cursor_beyond_64_bits_is_a_400_not_a_database_error(staff: Operators,
     with pytest.raises(InvalidRequest) as caught:
         staff.audit(10, cursor(key))
     assert caught.value.key == "request.invalid_cursor"
+
+
+@pytest.mark.parametrize("name", ["ada\x00", "\x00", "x\ud800y"])
+def test_a_sign_in_name_a_store_cannot_hold_is_refused_and_audited_on_every_store(
+    staff: Operators, name: str
+) -> None:
+    with pytest.raises(SignInFailed):
+        staff.sign_in(name, PASSWORD, "10.0.0.9")
+    entry = staff.audit(1).items[0]
+    assert (entry["action"], entry["outcome"]) == ("sign_in", "auth.sign_in_failed")
+    assert "\x00" not in entry["operator"]
+    assert "\ufffd" in entry["operator"]

@@ -45,6 +45,7 @@ from ..deliveries import Delivery, DeliveryRecord, answered_uids
 from ..domain import ClosedBets, PlacedBets
 from ..errors import InvalidRequest, LedgerError, StoreBusy, UnsupportedMediaType
 from ..service import Ledger
+from ..storable import storable
 from .auth import authenticate, client_address, require_address, require_role
 from .errors import http_error_key, send_error
 from .logs import log_json
@@ -241,7 +242,7 @@ async def _deliver(
     ip = str(address) if address else None
     request_id = _text(headers, b"x-request-id")
     if request_id is not None:
-        request_id = request_id[:REQUEST_ID_MAX]
+        request_id = storable(request_id[:REQUEST_ID_MAX])
     status, outcome, message = 500, "internal", ""
     authenticated = False
     bet_uids: Sequence[int] = ()

@@ -37,6 +37,7 @@ from ..operators import Operators
 from ..paging import DEFAULT_LIMIT, EXPORT_PAGE, Page, csv_lines, every
 from ..service import Ledger, parse_instant
 from ..settings import Settings
+from ..storable import storable
 from ..views import Balance, HoldView, Movement, StatementLine
 from .auth import check_operator, client_address
 from .callbacks import require_json
@@ -436,7 +437,7 @@ def _note(request: Request[Any, Any, Any], **fields: Any) -> None:
 def _request_id(request: Request[Any, Any, Any]) -> str | None:
     """The caller's X-Request-Id as its event keeps it: up to the column's 255 characters."""
     found = request.headers.get("x-request-id")
-    return None if found is None else found[:255]
+    return None if found is None else storable(found[:255])
 
 
 def _bounded(value: Any) -> Any:
