@@ -111,6 +111,10 @@ class Settings:
     sign_in_rate: str = "10/minute"
     sign_in_rate_total: str = "60/minute"
     hash_threads: int = 2
+    # The operator's side (console, /admin, /metrics) on a listener of its own, (host, port),
+    # and the addresses allowed to reach it (ledger.http.surfaces).
+    operator_listen: tuple[str, int] | None = None
+    operator_allowed_ips: tuple[Network, ...] = ()
     # Long-polls of GET /admin/events waiting at once (ledger.http.notifier); more get 503.
     event_waiters: int = 200
 
@@ -214,6 +218,11 @@ class Settings:
         options["trusted_proxies"] = _networks(
             "LEDGER_TRUSTED_PROXIES", get("LEDGER_TRUSTED_PROXIES")
         )
+        options["operator_allowed_ips"] = _networks(
+            "LEDGER_OPERATOR_ALLOWED_IPS", get("LEDGER_OPERATOR_ALLOWED_IPS")
+        )
+        if (listen := get("LEDGER_OPERATOR_LISTEN")) is not None:
+            options["operator_listen"] = _listen("LEDGER_OPERATOR_LISTEN", listen)
         for name, key, kind in (
             ("LEDGER_JWT_LEEWAY", "jwt_leeway", int),
             ("LEDGER_MAX_BODY_BYTES", "max_body_bytes", int),
@@ -335,6 +344,15 @@ def _split(text: str | None) -> tuple[str, ...]:
     if text is None:
         return ()
     return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _listen(name: str, text: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:8001`` for IPv6) as ``(host, port)``."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingsError(f"{name}={text!r}: expected host:port, such as 10.0.0.5:8001")
+    return host, int(port)
 
 
 def _networks(name: str, text: str | None) -> tuple[Network, ...]:
