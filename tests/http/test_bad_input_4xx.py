@@ -89,3 +89,17 @@ def test_nul_in_a_movements_user_or_a_request_id_is_no_503_on_any_store(
         assert answer.status_code == 400
         entry = client.get("/admin/audit", headers=OPERATOR_HEADERS).json()["items"][0]
         assert (entry["operator"], entry["target"]) == ("cal", "v\ufffd")
+
+
+@pytest.mark.parametrize("uid", ["a/b", "/lead", "x%2Fy", "50%", "ü/€"])
+def test_a_user_uid_of_any_characters_is_reachable_percent_encoded(
+    client: TestClient[Any], uid: str
+) -> None:
+    Wallet(client).deposit(uid, "1.00")
+    path = f"/admin/users/{quote(uid, safe='')}"
+    balances = client.get(f"{path}/balances", headers=OPERATOR_HEADERS)
+    assert balances.status_code == 200, balances.text
+    assert balances.json()["user"] == uid
+    statement = client.get(f"{path}/statement", headers=OPERATOR_HEADERS)
+    assert statement.status_code == 200
+    assert statement.json()["lines"][0]["amount"] == "1.00"

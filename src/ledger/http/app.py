@@ -21,6 +21,7 @@ from .openapi import openapi_assets, openapi_config
 from .operator import operator_router
 from .ops import ops_handlers
 from .runtime import Runtime
+from .slashes import route_encoded_slashes
 from .surfaces import Surfaces
 from .webhooks import server_sender
 
@@ -51,6 +52,9 @@ class _App(Litestar):
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         # Which listener serves which surface (LEDGER_OPERATOR_LISTEN), and the operator
         # side's allowlist: checked before any route, the callbacks' included.
+        # A user uid with "/" in it, written %2F, routed as one path segment (.slashes).
+        if scope["type"] == "http" and scope["path"].startswith("/admin/users/"):
+            route_encoded_slashes(scope)
         surfaces = self.surfaces
         if (
             surfaces is not None

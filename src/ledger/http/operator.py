@@ -46,6 +46,7 @@ from .filenames import attachment
 from .logs import fingerprint, iso_utc
 from .openapi import OPERATOR_SECURITY, operator_docs
 from .runtime import Runtime
+from .slashes import decode_params
 
 __all__ = ["operator_router"]
 
@@ -466,6 +467,7 @@ def _operator_log(runtime: Runtime) -> Callable[[ASGIApp], ASGIApp]:
                 await app(scope, receive, send)
                 return
             started = time.perf_counter()
+            decode_params(scope)
             details: dict[str, Any] = {}
             scope.setdefault("state", {})[_LOG_DETAILS] = details
             status = 500
