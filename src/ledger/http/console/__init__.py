@@ -139,6 +139,7 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         settings.hash_threads,
         queue=2 * settings.hash_threads,
     )
+    runtime.on_close.append(gate.close)
 
     def operators(ledger: Ledger) -> Operators:
         return Operators(ledger.store)
