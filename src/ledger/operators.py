@@ -11,8 +11,8 @@ live in :mod:`ledger.stores.operators`. :class:`Operators` joins the two for the
   made at every sign-in (a token planted before sign-in is never promoted: no fixation). It ends
   at sign-out, after ``IDLE`` without a request, ``LIFETIME`` after sign-in, or when its
   operator is disabled or their password changes.
-- After ``MAX_FAILURES`` consecutive failed sign-ins an account is locked for ``LOCKOUT``, even
-  against the right password.
+- After ``MAX_FAILURES`` failed sign-ins from one address an account is locked for ``LOCKOUT``
+  from that address, even against the right password (counted atomically, before the hash).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from typing import Any
 from .errors import Forbidden, InvalidRequest, LedgerError, Unauthorized
 from .money import render
 from .paging import Page, check_limit, csv_lines, every, page_of, position
+from .storable import storable
 from .stores import Store
 from .stores.operators import AuditRow, OperatorRow, OperatorTables
 
@@ -43,6 +44,7 @@ __all__ = [
     "LOCKOUT",
     "MAX_FAILURES",
     "ROLES",
+    "LastAdmin",
     "OperatorNotFound",
     "Operators",
     "Session",
@@ -74,7 +76,18 @@ ACTIONS = (
     "operator_add",
     "operator_disable",
     "operator_passwd",
+    # A console POST refused for a missing or wrong CSRF token.
+    "csrf_refused",
+    # A call of the operator API (/admin) with the operator token that changes something or
+    # exports a list: by ``token:<fingerprint>``.
+    "reconcile",
+    "admin",
 )
+
+# Bounds of what one audit entry keeps: anyone signed in (a viewer too) can make the console
+# write one, with form fields of their choosing.
+AUDIT_TEXT = 200
+AUDIT_DETAILS = 16
 
 AUDIT_COLUMNS = ("id", "at", "operator", "ip", "action", "target", "outcome", "detail")
 
@@ -99,6 +112,11 @@ class SignInFailed(Unauthorized):
     """A wrong name or password, a disabled or locked account: all answered alike."""
 
     key = "auth.sign_in_failed"
+
+
+class LastAdmin(LedgerError):
+    key = "operator.last_admin"
+    status = 409
 
 
 class OperatorNotFound(LedgerError):
@@ -168,10 +186,32 @@ def check_role(role: str) -> str:
     return role
 
 
+# The commonest passwords of at least MIN_PASSWORD characters in the public breach lists (the
+# SecLists "10-million-password-list" top entries of that length), compared case-blind.
+_COMMON_LIST = """
+    1234567890 0987654321 1234567891 1111111111 0000000000 1q2w3e4r5t 1qaz2wsx3edc
+    qwertyuiop qwertyuiop1 qwerty1234 qwerty12345 qwerty123456 asdfghjkl1 asdfghjkl123
+    zxcvbnm123 password12 password123 password1234 passw0rd12 passw0rd123 p@ssw0rd123
+    iloveyou12 iloveyou123 letmein123 welcome123 welcome1234 changeme123 administrator
+    admin12345 admin123456 abcdefghij abc1234567 abcd123456 a123456789 123456789a
+    1234qwerty 12345qwert 123qweasdzxc 1qazxsw23edc football123 baseball123 princess123
+    sunshine123 superman123 trustno1234 monkey1234 dragon1234 master1234 starwars123
+"""
+_COMMON = frozenset(_COMMON_LIST.split())
+
+
 def check_password(password: str) -> str:
+    """A password of at least ``MIN_PASSWORD`` characters that is not only whitespace, not one
+    character repeated and not one of the commonest (:data:`_COMMON`)."""
     if not isinstance(password, str) or len(password) < MIN_PASSWORD:
         raise InvalidRequest(
             f"a password has at least {MIN_PASSWORD} characters", key="operator.weak_password"
+        )
+    if not password.strip() or len(set(password)) == 1 or password.lower() in _COMMON:
+        raise InvalidRequest(
+            "this password is too easy to guess (whitespace, one character repeated, or one "
+            "of the commonest passwords): choose another",
+            key="operator.weak_password",
         )
     return password
 
@@ -183,19 +223,6 @@ def token_hash(token: str) -> str:
 def expired(created_at: datetime, last_seen: datetime, now: datetime) -> bool:
     """Whether a session is over: idle too long, or older than its lifetime."""
     return now - last_seen > IDLE or now - created_at > LIFETIME
-
-
-def locked(operator: OperatorRow, now: datetime) -> bool:
-    return operator.locked_until is not None and now < operator.locked_until
-
-
-def after_failure(failed_attempts: int, now: datetime) -> dict[str, Any]:
-    """The operator's new counters after one more failed sign-in."""
-    failures = failed_attempts + 1
-    if failures >= MAX_FAILURES:
-        # The count starts again once the lock is over: each lock costs another MAX_FAILURES.
-        return {"failed_attempts": 0, "locked_until": now + LOCKOUT}
-    return {"failed_attempts": failures}
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +247,12 @@ class Session:
         return presented is not None and hmac.compare_digest(presented.encode(), self.csrf.encode())
 
 
+def _bounded(value: Any) -> Any:
+    if isinstance(value, bool | int | float) or value is None:
+        return value
+    return storable(str(value)[:AUDIT_TEXT])
+
+
 def audit_dict(row: AuditRow) -> dict[str, Any]:
     return {
         "id": row.id,
@@ -231,6 +264,20 @@ def audit_dict(row: AuditRow) -> dict[str, Any]:
         "outcome": row.outcome,
         "detail": json.loads(row.detail) if row.detail else None,
     }
+
+
+def _chunked(lines: Iterator[str], size: int = 65_536) -> Iterator[str]:
+    # A streamed answer hands each item over from a worker thread: ~64 KB at a time, not a line.
+    buffer: list[str] = []
+    held = 0
+    for line in lines:
+        buffer.append(line)
+        held += len(line)
+        if held >= size:
+            yield "".join(buffer)
+            buffer, held = [], 0
+    if buffer:
+        yield "".join(buffer)
 
 
 class Operators:
@@ -254,8 +301,13 @@ class Operators:
         return self.tables.every()
 
     def disable(self, name: str) -> None:
-        if not self.tables.change(check_name(name), end_sessions=True, disabled_at=self.now()):
+        """Disable ``name`` and end their sessions; never the last enabled admin (nobody could
+        manage operators any more but through the CLI)."""
+        found = self.tables.disable(check_name(name), self.now())
+        if found is None:
             raise OperatorNotFound(f"no operator {name!r}")
+        if not found:
+            raise LastAdmin(f"{name!r} is the last enabled admin: add another admin first")
 
     def passwd(self, name: str, password: str) -> None:
         """Set a new password; it also lifts a lockout and ends the operator's sessions."""
@@ -263,11 +315,10 @@ class Operators:
             check_name(name),
             end_sessions=True,
             password_hash=hash_password(check_password(password)),
-            failed_attempts=0,
-            locked_until=None,
         )
         if not found:
             raise OperatorNotFound(f"no operator {name!r}")
+        self.tables.forget_failures(name)
 
     # --- sign-in and sessions -------------------------------------------------------------------
 
@@ -278,31 +329,44 @@ class Operators:
 
         ``planted`` is the session token the browser already had: it is ended, whoever's it
         was, so that a token fixed by an attacker before sign-in never becomes a session.
+
+        The attempt is counted as a failure of ``name`` from ``ip`` *before* the password is
+        checked, in one statement that answers the new count: of any number of concurrent
+        attempts, only the first ``MAX_FAILURES`` can be judged on their password, and the
+        count is dropped again when one succeeds. Another address has a count of its own, so
+        nobody elsewhere can lock a real operator out (docs/security.md: the trade-off).
         """
         if planted:
             self.tables.close_session(token_hash(planted))
         now = self.now()
-        found = self.tables.get(name) if _NAME.fullmatch(name or "") else None
+        name = name if isinstance(name, str) else ""
+        found = self.tables.get(name) if _NAME.fullmatch(name) else None
+        address = (ip or "")[:64]
+        failures = 0
+        if found is not None and found.disabled_at is None:
+            failures = self.tables.count_failure(
+                found.name, address, now, limit=MAX_FAILURES, lockout=LOCKOUT
+            )
+        # The hash runs whatever the outcome, so that every refusal takes as long.
         good = verify_password(password, found.password_hash if found else _dummy_hash())
         reason = None
         if found is None:
             reason = "unknown_operator"
         elif found.disabled_at is not None:
             reason = "disabled"
-        elif locked(found, now):
+        elif failures > MAX_FAILURES:
             reason = "locked"
         elif not good:
             reason = "bad_password"
-            self.tables.change(found.name, **after_failure(found.failed_attempts, now))
-        target = name[:64] if isinstance(name, str) else None
         if reason is not None or found is None:
-            self.record(target, ip, "sign_in", outcome=SignInFailed.key, reason=reason)
+            # Only a bounded name: a password typed into the name field is not kept whole.
+            self.record(name[:64] or None, ip, "sign_in", outcome=SignInFailed.key, reason=reason)
             raise SignInFailed("wrong name or password, or the account is locked or disabled")
-        if found.failed_attempts or found.locked_until:
-            self.tables.change(found.name, failed_attempts=0, locked_until=None)
+        self.tables.forget_failures(found.name, address)
         token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        # Sessions abandoned without a sign-out are swept here, so the table stays small.
+        # Sessions and failure counts abandoned are swept here, so the tables stay small.
         self.tables.prune_sessions(now - IDLE)
+        self.tables.prune_failures(now - LOCKOUT)
         self.tables.open_session(token_hash(token), found.name, csrf, now)
         self.record(found.name, ip, "sign_in")
         return Session(found.name, found.role, csrf, token)
@@ -342,16 +406,23 @@ class Operators:
         outcome: str = "ok",
         **detail: Any,
     ) -> None:
-        """Write one audit entry: who, from where, what, with what outcome (now)."""
-        kept = {name: value for name, value in detail.items() if value is not None}
+        """Write one audit entry: who, from where, what, with what outcome (now). Every field
+        is bounded: texts to ``AUDIT_TEXT`` characters, at most ``AUDIT_DETAILS`` details."""
+        kept = {
+            name[:64]: _bounded(value)
+            for name, value in list(detail.items())[:AUDIT_DETAILS]
+            if value is not None
+        }
         self.tables.record(
             at=self.now(),
-            operator=operator,
-            ip=ip,
+            operator=None if operator is None else storable(operator[:64]),
+            ip=None if ip is None else storable(ip[:64]),
             action=action,
-            target=None if target is None else str(target)[:300],
+            target=None if target is None else storable(str(target)[:300]),
+            # JSON escapes NUL (\u0000), which Postgres' text holds; a lone surrogate it would
+            # write as it is, so every detail is made storable first.
             detail=json.dumps(kept, default=str, separators=(",", ":")) if kept else None,
-            outcome=outcome,
+            outcome=storable(outcome[:64]),
         )
 
     def audit(
@@ -367,9 +438,12 @@ class Operators:
         return Page([audit_dict(row) for row in page.items], page.next)
 
     def audit_csv(self, action: str | None = None) -> Iterator[str]:
-        """The whole audit log (or one action's entries) as CSV, newest first."""
+        """The whole audit log (or one action's entries) as CSV, newest first, read a page at a
+        time as the lines are taken (``action`` is checked before the first line)."""
+        if action is not None and action not in ACTIONS:
+            raise InvalidRequest(f"action must be one of {', '.join(ACTIONS)}")
         rows = every(lambda after: self.audit(1000, after, action))
-        return csv_lines(rows, AUDIT_COLUMNS)
+        return _chunked(csv_lines(rows, AUDIT_COLUMNS))
 
     def last_check(self) -> dict[str, Any] | None:
         rows = self.tables.audit(1, None, "check")

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from .csv_safe import neutralise
 from .errors import InvalidRequest
 
 __all__ = [
@@ -78,12 +79,20 @@ def position(text: str | None, *kinds: type) -> Key | None:
         not isinstance(key, list)
         or len(key) != len(kinds)
         or not all(
-            isinstance(part, kind) and not isinstance(part, bool)
+            isinstance(part, kind) and not isinstance(part, bool) and _storable(part)
             for part, kind in zip(key, kinds, strict=True)
         )
     ):
         raise InvalidRequest("not a cursor this API gave", key="request.invalid_cursor")
     return tuple(key)
+
+
+def _storable(part: Any) -> bool:
+    # What a key column can hold on both stores: a 64-bit integer (beyond it Postgres refuses
+    # the comparison, a 5xx), text without NUL (Postgres' text cannot hold one).
+    if isinstance(part, int):
+        return -(2**63) <= part < 2**63
+    return not (isinstance(part, str) and "\x00" in part)
 
 
 def check_limit(limit: int, maximum: int = MAX_LIMIT) -> int:
@@ -112,7 +121,8 @@ def every(read: Callable[[str | None], Page[T]]) -> Iterator[T]:
 
 
 def csv_lines(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> Iterator[str]:
-    """CSV text, a header line and then one line per row, produced as the rows arrive."""
+    """CSV text, a header line and then one line per row, produced as the rows arrive; no cell
+    a spreadsheet would read as a formula (:mod:`ledger.csv_safe`)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(columns), extrasaction="ignore")
     writer.writeheader()
@@ -129,4 +139,5 @@ def _cell(value: Any) -> Any:
     # Nested values (secrets, bet uid lists) become JSON text in one cell.
     if isinstance(value, dict | list | tuple):
         return json.dumps(value, separators=(",", ":"), default=str)
-    return "" if value is None else value
+    # Text that a spreadsheet would run as a formula is written as text (OWASP's rule).
+    return "" if value is None else neutralise(value)

@@ -382,6 +382,8 @@ def _json_array(data: bytes) -> list[Any]:
         decoded = _EXACT_ROWS.decode(data.lstrip(b"\xef\xbb\xbf"))
     except msgspec.DecodeError as error:
         raise UnreadableFile(f"malformed JSON: {error}") from None
+    except RecursionError:  # arrays in arrays past the decoder's depth: no file of bets
+        raise UnreadableFile("malformed JSON: nested too deeply") from None
     if not isinstance(decoded, list):
         raise UnreadableFile("a JSON file must be an array of objects")
     return decoded
@@ -395,6 +397,8 @@ def _json_lines(lines: IO[bytes]) -> Iterator[Any]:
             yield _EXACT_ROWS.decode(line.lstrip(b"\xef\xbb\xbf") if number == 1 else line)
         except msgspec.DecodeError as error:
             raise UnreadableFile(f"line {number}: malformed JSON: {error}") from None
+        except RecursionError:
+            raise UnreadableFile(f"line {number}: malformed JSON: nested too deeply") from None
 
 
 def _pick(row: Mapping[str, Any], *names: str) -> Any:
@@ -419,7 +423,14 @@ def _text(value: Any, name: str, number: int) -> str | None:
 def _integer(value: Any, name: str, number: int) -> int | None:
     if value is None:
         return None
-    if value.__class__ is str and value.isascii() and value.lstrip("-").isdigit():
+    # No 64-bit integer has more than 20 characters; int() of thousands of digits is refused
+    # with a ValueError (Python's limit on conversions) that was no answer.
+    if (
+        value.__class__ is str
+        and len(value) <= 20
+        and value.isascii()
+        and value.lstrip("-").isdigit()
+    ):
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 2**63:
         raise UnreadableFile(

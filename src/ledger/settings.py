@@ -9,6 +9,7 @@ turning into 5xx answers later.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -105,6 +106,20 @@ class Settings:
     # What this deployment is (development, staging, production), reported by /health so that
     # tools which write test data (the conformance kit) can refuse to run against production.
     environment: str | None = None
+    # Console sign-in (ledger.http.limits): attempts per client address and overall (moving
+    # windows, "N/second|minute|hour"), and the threads that run the password hash.
+    # The console's cookies: Secure when the request came over TLS (directly, or per a trusted
+    # proxy's X-Forwarded-Proto) with "auto", always with "always" (ledger.http.secure).
+    secure_cookies: str = "auto"
+    sign_in_rate: str = "10/minute"
+    sign_in_rate_total: str = "60/minute"
+    hash_threads: int = 2
+    # The operator's side (console, /admin, /metrics) on a listener of its own, (host, port),
+    # and the addresses allowed to reach it (ledger.http.surfaces).
+    operator_listen: tuple[str, int] | None = None
+    operator_allowed_ips: tuple[Network, ...] = ()
+    # Long-polls of GET /admin/events waiting at once (ledger.http.notifier); more get 503.
+    event_waiters: int = 200
 
     def __post_init__(self) -> None:
         if not self.database_url.startswith(("sqlite", "postgres")):
@@ -170,6 +185,18 @@ class Settings:
             raise SettingsError("LEDGER_SHUTDOWN_TIMEOUT: must be > 0")
         if self.stale_hold_grace < timedelta(0) or self.stale_hold_days <= 0:
             raise SettingsError("LEDGER_STALE_HOLD_GRACE >= 0 and LEDGER_STALE_HOLD_DAYS > 0")
+        for name, rate in (
+            ("LEDGER_SIGN_IN_RATE", self.sign_in_rate),
+            ("LEDGER_SIGN_IN_RATE_TOTAL", self.sign_in_rate_total),
+        ):
+            if not _RATE.fullmatch(rate.strip().lower()):
+                raise SettingsError(f"{name}={rate!r}: expected a rate such as 10/minute")
+        if self.secure_cookies not in ("auto", "always"):
+            raise SettingsError("LEDGER_SECURE_COOKIES: expected auto or always")
+        if self.event_waiters < 1:
+            raise SettingsError("LEDGER_EVENT_WAITERS: must be at least 1")
+        if self.hash_threads < 1:
+            raise SettingsError("LEDGER_HASH_THREADS: must be at least 1")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Settings:
@@ -195,6 +222,11 @@ class Settings:
         options["trusted_proxies"] = _networks(
             "LEDGER_TRUSTED_PROXIES", get("LEDGER_TRUSTED_PROXIES")
         )
+        options["operator_allowed_ips"] = _networks(
+            "LEDGER_OPERATOR_ALLOWED_IPS", get("LEDGER_OPERATOR_ALLOWED_IPS")
+        )
+        if (listen := get("LEDGER_OPERATOR_LISTEN")) is not None:
+            options["operator_listen"] = _listen("LEDGER_OPERATOR_LISTEN", listen)
         for name, key, kind in (
             ("LEDGER_JWT_LEEWAY", "jwt_leeway", int),
             ("LEDGER_MAX_BODY_BYTES", "max_body_bytes", int),
@@ -207,6 +239,8 @@ class Settings:
             ("LEDGER_SHUTDOWN_TIMEOUT", "shutdown_timeout", float),
             ("LEDGER_DELIVERY_RETENTION_DAYS", "delivery_retention_days", int),
             ("LEDGER_EVENT_RETENTION_DAYS", "event_retention_days", int),
+            ("LEDGER_HASH_THREADS", "hash_threads", int),
+            ("LEDGER_EVENT_WAITERS", "event_waiters", int),
         ):
             if (raw := get(name)) is not None:
                 try:
@@ -221,6 +255,12 @@ class Settings:
         if process not in ("on", "off"):
             raise SettingsError(f"LEDGER_WRITER_PROCESS={process!r}: expected on or off")
         options["writer_process"] = process == "on"
+        if (secure := get("LEDGER_SECURE_COOKIES")) is not None:
+            options["secure_cookies"] = secure.lower()
+        if (rate := get("LEDGER_SIGN_IN_RATE")) is not None:
+            options["sign_in_rate"] = rate
+        if (rate := get("LEDGER_SIGN_IN_RATE_TOTAL")) is not None:
+            options["sign_in_rate_total"] = rate
         if (tls := get("LEDGER_TLS_MIN_VERSION")) is not None:
             options["tls_min_version"] = tls
         if (level := get("LEDGER_LOG_LEVEL")) is not None:
@@ -284,6 +324,9 @@ def stale_hold_options(environ: Mapping[str, str]) -> dict[str, Any]:
     return options
 
 
+# What ledger.http.limits reads (the limits library's notation, one rate).
+_RATE = re.compile(r"[1-9][0-9]{0,8}\s*(/|per)\s*(second|minute|hour|day)")
+
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
@@ -305,6 +348,15 @@ def _split(text: str | None) -> tuple[str, ...]:
     if text is None:
         return ()
     return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _listen(name: str, text: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:8001`` for IPv6) as ``(host, port)``."""
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise SettingsError(f"{name}={text!r}: expected host:port, such as 10.0.0.5:8001")
+    return host, int(port)
 
 
 def _networks(name: str, text: str | None) -> tuple[Network, ...]:

@@ -51,6 +51,7 @@ __all__ = [
     "WebhookEndpoint",
     "backoff",
     "ledger_feed",
+    "masked_url",
     "parse_config",
     "sign",
     "statuses",
@@ -125,7 +126,7 @@ class WebhookEndpoint:
 
     def __repr__(self) -> str:
         # Never the secret: this lands in logs and tracebacks.
-        return f"WebhookEndpoint(name={self.name!r}, url={self.url!r})"
+        return f"WebhookEndpoint(name={self.name!r}, url={masked_url(self.url)!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,6 +338,18 @@ def _number(
 # --- status -------------------------------------------------------------------------------------
 
 
+def masked_url(url: str) -> str:
+    """``url`` with the password of its credentials (``https://user:secret@host/``) shown as
+    ``***``: a status or a log line names the endpoint, never its secret."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if not sep or not at:
+        return url
+    user = userinfo.partition(":")[0]
+    return f"{scheme}://{user}:***@{host}{slash}{path}"
+
+
 @dataclass(frozen=True, slots=True)
 class EndpointStatus:
     """Where one endpoint's delivery stands (``GET /admin/webhooks``, ``ledger webhooks status``).
@@ -444,7 +457,7 @@ def statuses(
         found.append(
             EndpointStatus(
                 name=endpoint.name,
-                url=endpoint.url,
+                url=masked_url(endpoint.url),
                 cursor=cursor,
                 head=head,
                 lag_events=max(0, head - cursor),

@@ -153,3 +153,23 @@ def test_importing_ledger_does_not_import_sqlite_utils_until_a_reconciliation() 
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000),
+        ("deep.jsonl", b"[" * 100_000 + b"]" * 100_000 + b"\n"),
+        ("huge.jsonl", b'{"uid": "' + b"9" * 5000 + b'", "user": "u1", "amount": "1"}\n'),
+    ],
+)
+def test_reconcile_exits_2_for_a_deeply_nested_file_or_a_uid_of_thousands_of_digits(
+    tmp_path: Path, name: str, content: bytes
+) -> None:
+    url = f"sqlite:///{tmp_path}/ledger.db"
+    make_books(url)
+    bad = tmp_path / name
+    bad.write_bytes(content)
+    found = run("reconcile", str(bad), "--db", url)
+    assert found.exit_code == 2
+    assert found.stderr.startswith("error: reconcile.unreadable_file: ")

@@ -6,13 +6,16 @@ The app runs on SQLite and on Postgres (``store_url``).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import ledger
+from ledger.service import EVENT_POLL
 from support.httpkit import OPERATOR_HEADERS, PLACE, SETTLE, Wallet, dumps, headers, serve
 from support.payloads import entry, place, settle
 
@@ -124,3 +127,50 @@ def test_the_appended_events_are_counted_in_the_metrics(wallet: Wallet) -> None:
     assert wallet.place(place(entry(11), entry(12))).status_code == 200
     metrics = wallet.client.get("/metrics").text
     assert "ledger_events_appended_total 3.0" in metrics.splitlines()
+
+
+def test_idle_long_polls_share_one_watcher_instead_of_polling_each(
+    wallet: Wallet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wallet.deposit("u1", "1.00", ref="first")
+    reads: list[str] = []
+    for name in ("events", "last_event_id"):
+        real = getattr(ledger.Ledger, name)
+
+        def counted(self: Any, *args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            reads.append(_name)
+            return _real(self, *args, **kw)
+
+        monkeypatch.setattr(ledger.Ledger, name, counted)
+    waiters, seconds = 20, 1.5
+    with ThreadPoolExecutor(max_workers=waiters) as pool:
+        answers = list(pool.map(lambda _: feed(wallet, after=1, wait=seconds), range(waiters)))
+    assert answers == [{"events": [], "next": 1}] * waiters
+    # Each waiter reads its page when it comes and when its wait ends; the one watcher reads
+    # the feed's head every EVENT_POLL. Polling on its own, each waiter read every EVENT_POLL.
+    assert reads.count("events") <= 2 * waiters
+    assert reads.count("last_event_id") <= 2 * seconds / EVENT_POLL + 2
+
+
+def test_long_polls_beyond_the_cap_are_answered_503_with_retry_after(
+    tmp_path: Path, store_url: str
+) -> None:
+    with serve(tmp_path, database_url=store_url, event_waiters=2) as client:
+        Wallet(client).deposit("u1", "1.00")
+        params = {"after": 1, "wait": 3}
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            waiting = [
+                pool.submit(client.get, "/admin/events", params=params, headers=OPERATOR_HEADERS)
+                for _ in range(2)
+            ]
+            deadline = time.monotonic() + 10
+            while "ledger_event_waiters 2.0" not in client.get("/metrics").text:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            refused = client.get("/admin/events", params=params, headers=OPERATOR_HEADERS)
+            assert [answer.result(timeout=30).status_code for answer in waiting] == [200, 200]
+        metrics = client.get("/metrics").text
+    assert refused.status_code == 503
+    assert refused.headers["retry-after"] == "1"
+    assert refused.json()["error"] == "events.too_many_waiters"
+    assert "ledger_event_waiters_refused_total 1.0" in metrics

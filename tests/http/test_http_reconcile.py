@@ -66,3 +66,16 @@ def test_an_unreadable_file_is_a_400_and_a_body_over_the_limit_a_413(tmp_path: P
     assert too_large.status_code == 413
     assert too_large.json()["error"] == "request.too_large"
     assert anonymous.status_code == 401
+
+
+def test_a_deeply_nested_or_huge_uid_file_is_a_400(tmp_path: Path) -> None:
+    with serve(tmp_path) as client:
+        answers = [
+            client.post("/admin/reconciliations", content=body, headers=OPERATOR_HEADERS)
+            for body in (
+                b"[" * 100_000 + b"]" * 100_000,
+                b'[{"uid": "' + b"9" * 5000 + b'", "user": "u1", "amount": "1"}]',
+            )
+        ]
+    assert [answer.status_code for answer in answers] == [400, 400]
+    assert {answer.json()["error"] for answer in answers} == {"reconcile.unreadable_file"}

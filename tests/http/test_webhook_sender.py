@@ -4,13 +4,16 @@ types are passed over; the status and metrics say where delivery stands. On ever
 
 from __future__ import annotations
 
+import itertools
 import json
+import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
 import anyio.to_thread
+import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 
@@ -309,3 +312,91 @@ def test_soak_flaky_receiver_and_dying_senders_still_deliver_everything_in_order
             newest = event_id
     assert newest == feed.head()
     assert resent <= 3 * 7
+
+
+class Endless(httpx.AsyncByteStream):
+    """An answer body that goes on (up to 64 MB here), counting what was taken of it."""
+
+    taken = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        chunk = b"x" * 65536
+        while Endless.taken < 64 * 1024 * 1024:
+            Endless.taken += len(chunk)
+            yield chunk
+
+
+def test_the_sender_reads_at_most_a_few_hundred_bytes_of_a_receivers_endless_answer(
+    book: ledger.Ledger,
+) -> None:
+    feed = MemoryFeed()
+    feed.emit(["deposit"] * 2)
+    answers = iter([500, 200])
+    Endless.taken = 0
+    taken: list[int] = []
+
+    def handler(_: httpx.Request) -> httpx.Response:
+        taken.append(Endless.taken)
+        return httpx.Response(next(answers, 200), stream=Endless())
+
+    config = parse_config(
+        json.dumps(
+            {
+                "endpoints": [
+                    {"name": "crm", "url": "http://crm.test/hook", "secret": SECRET, "timeout": 5}
+                ],
+                "poll_seconds": 0.05,
+                "retry_base_seconds": 0.02,
+                "retry_cap_seconds": 0.1,
+            }
+        )
+    )
+    sender = WebhookSender(config, book, source=feed, transport=httpx.MockTransport(handler))
+    errors: list[str | None] = []
+
+    async def scenario() -> None:
+        async with sender:
+            await wait_for_cursor(book, 2)
+            errors.extend(row.last_error for row in WebhookTables(book.store).rows())
+
+    run(scenario)
+    taken.append(Endless.taken)
+    # The 500's body is quoted in part; the 200's is never read.
+    assert errors == ["HTTP 500: " + "x" * 200]
+    assert max(b - a for a, b in itertools.pairwise(taken)) <= 2 * 65536
+
+
+def test_credentials_in_a_webhook_url_are_sent_as_basic_auth_and_never_shown(
+    book: ledger.Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    feed = MemoryFeed()
+    feed.emit(["deposit"])
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(204)
+
+    url = "https://crm:s3cret-pw@crm.test/hook"
+    config = parse_config(
+        json.dumps(
+            {
+                "endpoints": [{"name": "crm", "url": url, "secret": SECRET}],
+                "poll_seconds": 0.05,
+            }
+        )
+    )
+    sender = WebhookSender(config, book, source=feed, transport=httpx.MockTransport(handler))
+
+    async def scenario() -> None:
+        async with sender:
+            await wait_for_cursor(book, 1)
+
+    with caplog.at_level(logging.DEBUG):
+        run(scenario)
+    assert seen[0].headers["authorization"] == httpx.BasicAuth("crm", "s3cret-pw")._auth_header
+    assert "s3cret" not in str(seen[0].url)
+    (status,) = statuses(book, config, feed)
+    assert status.to_dict()["url"] == "https://crm:***@crm.test/hook"
+    assert "s3cret" not in repr(config.endpoints[0])
+    assert "s3cret" not in caplog.text

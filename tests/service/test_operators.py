@@ -6,10 +6,15 @@ from __future__ import annotations
 import csv
 import io
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 import ledger
 import ledger.operators
@@ -27,6 +32,7 @@ from ledger.operators import (
     hash_password,
     verify_password,
 )
+from ledger.paging import cursor
 from ledger.stores.operators import OperatorExists
 
 PASSWORD = "correct horse battery"
@@ -162,6 +168,50 @@ def test_failures_below_the_limit_are_forgotten_at_a_good_sign_in(
         with pytest.raises(SignInFailed):
             staff.sign_in("ada", "wrong password", None)
     assert staff.sign_in("ada", PASSWORD, None).operator == "ada"
+
+
+def test_concurrent_wrong_passwords_never_get_more_than_the_limit_of_checks(
+    staff: Operators, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = ledger.operators.verify_password
+
+    def slow(password: str, stored: str) -> bool:
+        time.sleep(0.05)  # a production hash takes far longer: the window the race needs
+        return real(password, stored)
+
+    monkeypatch.setattr(ledger.operators, "verify_password", slow)
+
+    def attempt(_: int) -> None:
+        with pytest.raises(SignInFailed):
+            staff.sign_in("ada", "wrong password", "10.0.0.9")
+
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        list(pool.map(attempt, range(40)))
+    reasons = [entry["detail"]["reason"] for entry in staff.audit(50, action="sign_in").items]
+    assert reasons.count("bad_password") == MAX_FAILURES
+    assert reasons.count("locked") == 40 - MAX_FAILURES
+
+
+def test_a_lockout_from_one_address_leaves_the_operator_open_from_another(
+    staff: Operators,
+) -> None:
+    for _ in range(MAX_FAILURES):
+        with pytest.raises(SignInFailed):
+            staff.sign_in("ada", "wrong password", "203.0.113.7")
+    with pytest.raises(SignInFailed):
+        staff.sign_in("ada", PASSWORD, "203.0.113.7")
+    assert staff.sign_in("ada", PASSWORD, "10.0.0.9").operator == "ada"
+    # and a good sign-in elsewhere does not lift the attacker's lock
+    with pytest.raises(SignInFailed):
+        staff.sign_in("ada", PASSWORD, "203.0.113.7")
+
+
+def test_a_new_password_lifts_the_lockout_from_every_address(staff: Operators) -> None:
+    for _ in range(MAX_FAILURES):
+        with pytest.raises(SignInFailed):
+            staff.sign_in("ada", "wrong password", "203.0.113.7")
+    staff.passwd("ada", PASSWORD + "!")
+    assert staff.sign_in("ada", PASSWORD + "!", "203.0.113.7").operator == "ada"
 
 
 def test_a_session_idle_too_long_is_over(staff: Operators, clock: Clock) -> None:
@@ -314,3 +364,98 @@ def test_operators_add_prompts_twice_for_a_hidden_password(store_url: str) -> No
     assert PASSWORD not in result.output
     with ledger.open_ledger(store_url) as book:
         assert Operators(book.store).sign_in("ada", PASSWORD, None).role == "admin"
+
+
+def test_the_audit_log_refuses_update_and_delete_like_the_journal(
+    book: ledger.Ledger, staff: Operators
+) -> None:
+    staff.record("ada", None, "check")
+    store: Any = book.store
+    for statement in ("UPDATE operator_audit SET outcome = 'x'", "DELETE FROM operator_audit"):
+        connection = store.dialect.connect(write=True)
+        try:
+            with pytest.raises(DBAPIError, match="append-only"):
+                connection.execute(text(statement))
+        finally:
+            connection.rollback()
+            connection.close()
+            store.dialect.release(connection)
+    assert staff.audit(1).items[0]["action"] == "check"
+
+
+def test_an_audit_entry_keeps_bounded_fields_whatever_it_is_given(staff: Operators) -> None:
+    many = {f"field{n}": "v" * 10_000 for n in range(100)}
+    staff.record("o" * 500, "i" * 500, "deposit", "t" * 10_000, outcome="x" * 500, **many)
+    (entry,) = staff.audit(1).items
+    assert len(entry["operator"]) == 64
+    assert len(entry["ip"]) == 64
+    assert len(entry["target"]) == 300
+    assert len(entry["outcome"]) == 64
+    assert len(entry["detail"]) == ledger.operators.AUDIT_DETAILS
+    assert {len(value) for value in entry["detail"].values()} == {ledger.operators.AUDIT_TEXT}
+
+
+def test_the_audit_export_reads_the_log_a_page_at_a_time_as_it_is_taken(
+    staff: Operators, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(2500):
+        staff.record("ada", None, "check", str(n))
+    reads: list[int] = []
+    real = staff.tables.audit
+
+    def counted(limit: int, before: int | None, action: str | None = None) -> Any:
+        reads.append(limit)
+        return real(limit, before, action)
+
+    monkeypatch.setattr(staff.tables, "audit", counted)
+    lines = staff.audit_csv()
+    assert reads == []
+    first = next(lines)
+    assert first.startswith("id,at,operator")
+    assert len(reads) == 2  # two pages of 1000 for the first 64 KB, not the whole log
+    assert sum(chunk.count("\n") for chunk in [first, *lines]) == 2501
+    with pytest.raises(InvalidRequest):
+        staff.audit_csv("nonsense")
+
+
+@pytest.mark.parametrize(
+    "password", [" " * 12, "\t\n" * 6, "aaaaaaaaaaaa", "Password123", "QWERTYUIOP", "1234567890"]
+)
+def test_whitespace_repeated_and_common_passwords_are_refused(
+    staff: Operators, password: str
+) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        staff.add("eve", "viewer", password)
+    assert caught.value.key == "operator.weak_password"
+    with pytest.raises(InvalidRequest):
+        staff.passwd("ada", password)
+
+
+def test_the_last_enabled_admin_cannot_be_disabled(staff: Operators) -> None:
+    with pytest.raises(ledger.operators.LastAdmin):
+        staff.disable("ada")
+    staff.add("bob", "admin", PASSWORD)
+    staff.disable("ada")
+    with pytest.raises(ledger.operators.LastAdmin) as caught:
+        staff.disable("bob")
+    assert (caught.value.key, caught.value.status) == ("operator.last_admin", 409)
+    assert [row.name for row in staff.every() if row.disabled_at is None] == ["bob", "cal"]
+
+
+@pytest.mark.parametrize("key", [2**64, -(2**70), int("9" * 1000)])
+def test_a_cursor_beyond_64_bits_is_a_400_not_a_database_error(staff: Operators, key: int) -> None:
+    with pytest.raises(InvalidRequest) as caught:
+        staff.audit(10, cursor(key))
+    assert caught.value.key == "request.invalid_cursor"
+
+
+@pytest.mark.parametrize("name", ["ada\x00", "\x00", "x\ud800y"])
+def test_a_sign_in_name_a_store_cannot_hold_is_refused_and_audited_on_every_store(
+    staff: Operators, name: str
+) -> None:
+    with pytest.raises(SignInFailed):
+        staff.sign_in(name, PASSWORD, "10.0.0.9")
+    entry = staff.audit(1).items[0]
+    assert (entry["action"], entry["outcome"]) == ("sign_in", "auth.sign_in_failed")
+    assert "\x00" not in entry["operator"]
+    assert "\ufffd" in entry["operator"]

@@ -12,7 +12,16 @@ import ledger
 PACKAGE = Path(ledger.__file__).parent
 
 # Packages of the [server] and [kit] extras: `import ledger` must work without any of them.
-EXTRA_PACKAGES = {"litestar", "uvicorn", "prometheus_client", "jwt", "httpx", "tqdm", "pydantic"}
+EXTRA_PACKAGES = {
+    "litestar",
+    "uvicorn",
+    "prometheus_client",
+    "jwt",
+    "httpx",
+    "tqdm",
+    "pydantic",
+    "limits",
+}
 
 
 def modules() -> Iterator[tuple[str, Path]]:
@@ -137,6 +146,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "ledger.logformat",
             "ledger._process",
             "ledger.testdata",
+            "ledger.storable",
+            "ledger.csv_safe",
         ),
     ),
 ]

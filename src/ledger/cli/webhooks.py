@@ -11,7 +11,14 @@ import os
 import click
 
 from ..errors import LedgerError
-from ..webhooks import WebhookConfigError, cursors, ledger_feed, parse_config, statuses
+from ..webhooks import (
+    WebhookConfigError,
+    cursors,
+    ledger_feed,
+    masked_url,
+    parse_config,
+    statuses,
+)
 from .common import db_option, emit, fail
 from .opening import opened
 
@@ -50,7 +57,7 @@ def status(db: str, as_json: bool) -> None:
             f"{item.name}  cursor={item.cursor} head={item.head} lag={item.lag_events} events "
             f"({data['lag_seconds']} s)  attempts={item.attempts}  holder={item.holder or '-'}"
         )
-        click.echo(f"  url={item.url}")
+        click.echo(f"  url={masked_url(item.url)}")
         click.echo(f"  last success: {data['last_success_at'] or 'never'}")
         if item.last_error is not None:
             click.echo(f"  last error: {data['last_error_at']} {item.last_error}")

@@ -21,6 +21,8 @@ from .openapi import openapi_assets, openapi_config
 from .operator import operator_router
 from .ops import ops_handlers
 from .runtime import Runtime
+from .slashes import route_encoded_slashes
+from .surfaces import Surfaces
 from .webhooks import server_sender
 
 __all__ = ["create_app"]
@@ -45,8 +47,21 @@ class _App(Litestar):
     """
 
     callbacks: dict[str, ASGIApp]
+    surfaces: Surfaces | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        # Which listener serves which surface (LEDGER_OPERATOR_LISTEN), and the operator
+        # side's allowlist: checked before any route, the callbacks' included.
+        # A user uid with "/" in it, written %2F, routed as one path segment (.slashes).
+        if scope["type"] == "http" and scope["path"].startswith("/admin/users/"):
+            route_encoded_slashes(scope)
+        surfaces = self.surfaces
+        if (
+            surfaces is not None
+            and scope["type"] == "http"
+            and not await surfaces.admit(scope, send)
+        ):
+            return
         if scope["type"] == "http" and scope["method"] == "POST":
             route = self.callbacks.get(scope["path"])
             if route is not None:
@@ -100,4 +115,5 @@ def create_app(settings: Settings | None = None, *, ledger: Ledger | None = None
     )
     app.state.runtime = runtime
     app.callbacks = callback_routes(runtime)
+    app.surfaces = Surfaces.of(settings, list(app.callbacks))
     return app

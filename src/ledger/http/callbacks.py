@@ -45,6 +45,7 @@ from ..deliveries import Delivery, DeliveryRecord, answered_uids
 from ..domain import ClosedBets, PlacedBets
 from ..errors import InvalidRequest, LedgerError, StoreBusy, UnsupportedMediaType
 from ..service import Ledger
+from ..storable import storable
 from .auth import authenticate, client_address, require_address, require_role
 from .errors import http_error_key, send_error
 from .logs import log_json
@@ -63,6 +64,10 @@ DEADLINES = {event: timeout - 10.0 for event, timeout in PLATFORM_TIMEOUTS.items
 
 # A log line names at most this many bet uids (a settle may carry a million).
 LOGGED_UIDS = 20
+# X-Request-Id is kept (logged and journalled) up to the journal column's 255 characters, and an
+# error message up to LOGGED_MESSAGE: a 16 MB header was once written whole into the log line.
+REQUEST_ID_MAX = 255
+LOGGED_MESSAGE = 500
 
 # A body announced larger than this is received into one buffer of its size rather than kept as
 # chunks and joined: a million-participant settle (288 MB) was held twice, 70,000 more pages that
@@ -236,13 +241,17 @@ async def _deliver(
     )
     ip = str(address) if address else None
     request_id = _text(headers, b"x-request-id")
+    if request_id is not None:
+        request_id = storable(request_id[:REQUEST_ID_MAX])
     status, outcome, message = 500, "internal", ""
+    authenticated = False
     bet_uids: Sequence[int] = ()
     delivery = Delivery.arrived(request_id, event, callback.path, ip)
     metrics.in_progress.inc()
     try:
         require_address(address, settings.allowed_ips)
         caller = authenticate(_text(headers, b"authorization"), settings)
+        authenticated = True
         delivery = delivery.caller(caller.client, caller.subject)
         require_role(caller, callback.roles, need_subject=callback.need_subject)
         require_json(_text(headers, b"content-type"))
@@ -308,9 +317,15 @@ async def _deliver(
             "bet_uids": list(bet_uids[:LOGGED_UIDS]),
         }
         if message:
-            line["message"] = message
+            line["message"] = message[:LOGGED_MESSAGE]
         log_json(log, logging.INFO if status < 500 else logging.ERROR, line)
-        if status != 200 and settings.delivery_journal:
+        # Anyone can send a refused delivery: those without valid credentials are journalled
+        # at a bounded rate (limits.RefusalJournal), so the journal cannot be flooded.
+        if (
+            status != 200
+            and settings.delivery_journal
+            and (authenticated or runtime.refusals.admit())
+        ):
             _record_refusal(runtime, delivery.record(status, outcome, bet_uids))
 
 

@@ -4,9 +4,9 @@ Answers ``{"events": [...], "next": <id>}``: the committed events above ``after`
 (commit order), at most ``limit``; read on with ``after=<next>``. With ``wait`` (seconds, at most
 :data:`ledger.events.MAX_WAIT`) and nothing to answer yet, it waits: it answers as soon as an
 event commits, or empty when the wait ends. While it waits it holds neither the event loop nor a
-database connection nor a worker thread: it sleeps on the loop, reads again every
-:data:`ledger.service.EVENT_POLL` seconds (events of other processes), and at once when this
-process commits one (:attr:`ledger.Ledger.events_appended`).
+database connection nor a worker thread: one shared watcher (:mod:`.notifier`) wakes every
+waiter when an event commits, in this process or another; beyond ``LEDGER_EVENT_WAITERS``
+waiters a long-poll is answered 503 with ``Retry-After``.
 
 The route joins the operator router, behind its guard (the operator bearer token) and its log.
 """
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 import anyio
-from litestar import get
+from litestar import Response, get
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import QueryParameter
 from prometheus_client.core import CounterMetricFamily
@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector
 
 from ..events import page_dict, parse_after, parse_types, parse_wait
 from ..paging import DEFAULT_LIMIT
-from ..service import EVENT_POLL, EVENT_TICK
+from .notifier import EventNotifier, TooManyWaiters
 from .openapi import operator_docs
 from .params import parse_id
 from .runtime import Runtime
@@ -52,6 +52,7 @@ class EventsAppended(Collector):
 def events_handler(runtime: Runtime) -> HTTPRouteHandler:
     """The feed's handler, bound to ``runtime``; registers its metric in the runtime's."""
     runtime.metrics.registry.register(EventsAppended(runtime))
+    notifier = EventNotifier(runtime, runtime.settings.event_waiters)
 
     @get(
         "/events",
@@ -63,20 +64,28 @@ def events_handler(runtime: Runtime) -> HTTPRouteHandler:
         limit: Annotated[str | None, QueryParameter(description="At most, 1 to 1000")] = None,
         wait: Annotated[str | None, QueryParameter(description="Seconds, up to 55")] = None,
         types: Annotated[str | None, QueryParameter(description="Comma-separated")] = None,
-    ) -> dict[str, Any]:
+    ) -> Response[dict[str, Any]]:
         """``{"events": [...], "next": <id>}``; read on with ``after`` set to ``next``."""
         start, seconds, wanted = parse_after(after), parse_wait(wait), parse_types(types)
         size = DEFAULT_LIMIT if limit in (None, "") else parse_id(limit, "limit")
         ledger = await runtime.offload(runtime.ledger)
+
+        def read() -> Any:
+            return ledger.events(start, limit=size, types=wanted)
+
+        if seconds <= 0:
+            return Response(page_dict(await runtime.offload(read)))
         deadline = anyio.current_time() + seconds
-        while True:
-            seen = ledger.events_appended
-            page = await runtime.offload(lambda: ledger.events(start, limit=size, types=wanted))
-            left = deadline - anyio.current_time()
-            if page.events or left <= 0:
-                return page_dict(page)
-            with anyio.move_on_after(min(EVENT_POLL, left)):
-                while ledger.events_appended == seen:
-                    await anyio.sleep(EVENT_TICK)
+        try:
+            async with notifier.waiting():
+                while True:
+                    ticket = notifier.ticket()
+                    page = await runtime.offload(read)
+                    left = deadline - anyio.current_time()
+                    if page.events or left <= 0:
+                        return Response(page_dict(page))
+                    await notifier.wait(ticket, left)
+        except TooManyWaiters as error:
+            return Response(error.to_dict(), status_code=503, headers={"retry-after": "1"})
 
     return events

@@ -32,18 +32,22 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from .. import views
 from ..contract import parse_json
 from ..deliveries import DeliveryFilter
-from ..errors import BetNotFound, InvalidRequest, UserNotFound
+from ..errors import BetNotFound, InvalidRequest, LedgerError, UserNotFound
+from ..operators import Operators
 from ..paging import DEFAULT_LIMIT, EXPORT_PAGE, Page, csv_lines, every
 from ..service import Ledger, parse_instant
 from ..settings import Settings
+from ..storable import storable
 from ..views import Balance, HoldView, Movement, StatementLine
 from .auth import check_operator, client_address
 from .callbacks import require_json
 from .console.audit import audit_answer
+from .filenames import attachment
 from .logs import fingerprint, iso_utc
 from .openapi import OPERATOR_SECURITY, operator_docs
 from .params import parse_id
 from .runtime import Runtime
+from .slashes import decode_params
 
 __all__ = ["operator_router"]
 
@@ -80,7 +84,7 @@ def operator_router(runtime: Runtime) -> Router:
         user, currency, amount, reference = _movement(await request.body())
         _note(request, user=user, currency=currency, amount=amount, reference=reference)
         # Its event carries the caller's X-Request-Id, like a callback's.
-        request_id = request.headers.get("x-request-id")
+        request_id = _request_id(request)
         movement = await runtime.call(
             lambda ledger: ledger.deposit(user, currency, amount, reference, request_id=request_id)
         )
@@ -97,7 +101,7 @@ def operator_router(runtime: Runtime) -> Router:
         user, currency, amount, reference = _movement(await request.body())
         _note(request, user=user, currency=currency, amount=amount, reference=reference)
         # Its event carries the caller's X-Request-Id, like a callback's.
-        request_id = request.headers.get("x-request-id")
+        request_id = _request_id(request)
         movement = await runtime.call(
             lambda ledger: ledger.withdraw(user, currency, amount, reference, request_id=request_id)
         )
@@ -366,7 +370,7 @@ def operator_router(runtime: Runtime) -> Router:
         route_handlers=handlers,
         guards=[guard],
         # Outside the guard: refused requests (401, 403) are logged too.
-        middleware=[_operator_log(runtime.settings)],
+        middleware=[_operator_log(runtime)],
         security=OPERATOR_SECURITY,
         tags=["operator"],
     )
@@ -432,6 +436,12 @@ def _note(request: Request[Any, Any, Any], **fields: Any) -> None:
         details.update(fields)
 
 
+def _request_id(request: Request[Any, Any, Any]) -> str | None:
+    """The caller's X-Request-Id as its event keeps it: up to the column's 255 characters."""
+    found = request.headers.get("x-request-id")
+    return None if found is None else storable(found[:255])
+
+
 def _bounded(value: Any) -> Any:
     if value is None or isinstance(value, bool | int):
         return value
@@ -439,14 +449,18 @@ def _bounded(value: Any) -> Any:
     return text if len(text) <= LOGGED_TEXT else text[:LOGGED_TEXT] + "..."
 
 
-def _operator_log(settings: Settings) -> Callable[[ASGIApp], ASGIApp]:
+def _operator_log(runtime: Runtime) -> Callable[[ASGIApp], ASGIApp]:
     """Middleware writing one JSON line per operator request on ``ledger.operator``.
 
     The line says when (``ts``, ISO-8601 UTC, as the answer is sent), who (``who``: the
     fingerprint of the bearer token presented, never the token), from where (``ip``), what
     (``method``, ``path``, ``query``; for a deposit or withdrawal ``user``, ``currency``,
     ``amount``, ``reference`` and ``applied``) and the outcome (``status``, ``error``).
+
+    A call with the operator token that changes something or exports a list is also written to
+    the audit log (:func:`_audited`), as the console's actions are.
     """
+    settings = runtime.settings
 
     def middleware(app: ASGIApp) -> ASGIApp:
         async def logged(scope: Scope, receive: Receive, send: Send) -> None:
@@ -454,6 +468,7 @@ def _operator_log(settings: Settings) -> Callable[[ASGIApp], ASGIApp]:
                 await app(scope, receive, send)
                 return
             started = time.perf_counter()
+            decode_params(scope)
             details: dict[str, Any] = {}
             scope.setdefault("state", {})[_LOG_DETAILS] = details
             status = 500
@@ -476,10 +491,54 @@ def _operator_log(settings: Settings) -> Callable[[ASGIApp], ASGIApp]:
                     logging.INFO if status < 500 else logging.ERROR,
                     json.dumps(line, separators=(",", ":")),
                 )
+                await _audited(runtime, scope, line)
 
         return logged
 
     return middleware
+
+
+# Written by the route itself (an export of the audit log records itself, with its filter).
+_SELF_AUDITED = ("/admin/audit",)
+_ACTION_OF_PATH = {
+    "/admin/deposits": "deposit",
+    "/admin/withdrawals": "withdrawal",
+    "/admin/reconciliations": "reconcile",
+}
+
+
+async def _audited(runtime: Runtime, scope: Scope, line: dict[str, Any]) -> None:
+    """Write the audit entry of an operator-token call that changes something or exports a list
+    (as ``token:<fingerprint>``); reads and calls without the token are only logged."""
+    settings = runtime.settings
+    path, method = str(scope["path"]).rstrip("/"), scope.get("method")
+    export = b"format=csv" in scope.get("query_string", b"")
+    if (method in ("GET", "HEAD") and not export) or path in _SELF_AUDITED:
+        return
+    headers = Headers.from_scope(scope)
+    try:
+        check_operator(headers.get("authorization"), settings)
+    except LedgerError:
+        return
+    action = "export" if export else _ACTION_OF_PATH.get(path, "admin")
+    status = line["status"]
+    outcome = "ok" if status < 400 else str(line.get("error") or f"http.{status}")
+    who = f"token:{line['who']}"
+    noted = {
+        name: line.get(name)
+        for name in ("currency", "amount", "reference", "applied", "request_id")
+    }
+    target = line.get("user") or path
+
+    def write(ledger: Ledger) -> None:
+        Operators(ledger.store).record(
+            who, line["ip"], action, target, outcome=outcome, method=method, path=path, **noted
+        )
+
+    try:
+        await runtime.call(write)
+    except LedgerError as exc:
+        log.warning("operator call not audited: %s", exc.message)
 
 
 def _log_line(
@@ -568,5 +627,5 @@ def _csv_stream(
         chunks(),
         # Litestar appends "; charset=utf-8" to text/* types itself.
         media_type="text/csv",
-        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+        headers={"Content-Disposition": attachment(filename)},
     )

@@ -38,6 +38,10 @@ _METRICS_MEDIA_TYPE = "; ".join(
 )
 
 
+def _unready(error: StoreUnavailable) -> dict[str, str]:
+    return {"error": error.key, "message": "the database is not available"}
+
+
 def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
     """The probe and metrics handlers, bound to ``runtime``."""
 
@@ -62,13 +66,17 @@ def ops_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
         try:
             await runtime.call(lambda ledger: ledger.ping())
         except StoreUnavailable as exc:
-            return Response(exc.to_dict(), status_code=503)
+            # The driver's message names hosts and ports: logged, never answered (anyone can
+            # ask /ready).
+            log.warning("not ready: %s", exc.message)
+            return Response(_unready(exc), status_code=503)
         body: dict[str, Any] = {"status": "ready"}
         try:
             lag = await runtime.call(lambda ledger: ledger.replica_lag())
         except StoreUnavailable as exc:
             # Callbacks never read the replica: its loss makes reports fail, not the server.
-            body["replica"] = exc.to_dict()
+            log.warning("replica not available: %s", exc.message)
+            body["replica"] = _unready(exc)
         else:
             if lag is not None:
                 body["replica_lag_seconds"] = lag

@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from ..errors import StoreUnavailable
 from ..service import Ledger, open_ledger
 from ..settings import Settings
+from .limits import RefusalJournal
 
 __all__ = ["LoopFutures", "Metrics", "Runtime"]
 
@@ -196,6 +197,9 @@ class Runtime:
     def __init__(self, settings: Settings, ledger: Ledger | None = None) -> None:
         self.settings = settings
         self.metrics = Metrics()
+        self.refusals = RefusalJournal(self.metrics.registry)
+        # Called at shutdown: what parts of the app started beside the ledger (a thread pool).
+        self.on_close: list[Callable[[], None]] = []
         self._ledger = ledger
         self._owns_ledger = ledger is None
         self._lock = threading.Lock()
@@ -230,6 +234,8 @@ class Runtime:
             log.info("no LEDGER_OPERATOR_TOKEN: the operator API answers 403 operator.disabled")
 
     async def shutdown(self) -> None:
+        for close in self.on_close:
+            close()
         with self._lock:
             ledger, self._ledger = self._ledger, None
         if ledger is not None and self._owns_ledger:

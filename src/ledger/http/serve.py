@@ -187,7 +187,9 @@ def serve(
 ) -> None:
     """Run the callback server (/bets, /bets/cancel, /winners, /admin, /health, /metrics).
 
-    Configuration comes from LEDGER_* environment variables (the README's table). Without
+    Configuration comes from LEDGER_* environment variables (the README's table); with
+    LEDGER_OPERATOR_LISTEN the console, /admin and /metrics are served on that address only.
+    Without
     LEDGER_JWT_SECRET the server runs in development mode on a loopback address only.
     """
     environ = dict(os.environ)
@@ -244,12 +246,22 @@ def serve(
     )
     if banner:
         click.echo(banner)
+    if settings.operator_listen is None:
+        sockets = None
+    else:
+        # The operator's side on an address of its own (ledger.http.surfaces): the same app
+        # serves both sockets and tells them apart by the address a request arrived on.
+        operator_host, operator_port = settings.operator_listen
+        operator = _uvicorn_config(None, settings, host=operator_host, port=operator_port)
+        sockets = [config.bind_socket(), operator.bind_socket()]
     if workers > 1:
         # SIGTERM or SIGINT to the supervisor reaches every worker, and each shuts down
         # gracefully as a single server does; a worker that dies is replaced.
-        Multiprocess(config, sockets=[config.bind_socket()]).run()
-    else:
+        Multiprocess(config, sockets=sockets or [config.bind_socket()]).run()
+    elif sockets is None:
         uvicorn.Server(config).run()
+    else:
+        uvicorn.Server(config).run(sockets=sockets)
 
 
 def _url_host(host: str) -> str:

@@ -9,13 +9,14 @@ this module only reads and writes rows.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import case, delete, insert, null, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from ..errors import LedgerError
-from .schema import accounts, operator_audit, operator_sessions, operators
+from .schema import accounts, operator_audit, operator_failures, operator_sessions, operators
 from .tables import SideTables, utc
 
 __all__ = [
@@ -117,6 +118,31 @@ class OperatorTables(SideTables):
             rows = c.execute(select(operators).order_by(operators.c.name)).all()
         return [_operator(row) for row in rows]
 
+    def disable(self, name: str, now: datetime) -> bool | None:
+        """Disable ``name`` and end their sessions: ``True``; ``None`` for no such operator;
+        ``False`` (nothing changed) if they are the last enabled admin.
+
+        The enabled admins are read locked (Postgres; SQLite's write transaction holds the
+        whole database), so two admins disabling each other at once leave one of them."""
+        enabled = operators.c.disabled_at.is_(None)
+        with self._tx(write=True) as c:
+            target = c.execute(
+                select(operators.c.role, operators.c.disabled_at).where(operators.c.name == name)
+            ).first()
+            if target is None:
+                return None
+            if target.role == "admin" and target.disabled_at is None:
+                admins = c.execute(
+                    select(operators.c.name)
+                    .where((operators.c.role == "admin") & enabled)
+                    .with_for_update()
+                ).all()
+                if not any(row.name != name for row in admins):
+                    return False
+            c.execute(update(operators).where(operators.c.name == name).values(disabled_at=now))
+            c.execute(delete(operator_sessions).where(operator_sessions.c.operator == name))
+        return True
+
     def change(self, name: str, *, end_sessions: bool = False, **values: Any) -> bool:
         """Set ``values`` on the operator; ``end_sessions`` signs them out everywhere."""
         with self._tx(write=True) as c:
@@ -126,6 +152,68 @@ class OperatorTables(SideTables):
             if end_sessions:
                 c.execute(delete(operator_sessions).where(operator_sessions.c.operator == name))
         return bool(found)
+
+    # --- failed sign-ins, per operator and address -----------------------------------------------
+
+    def count_failure(
+        self, name: str, address: str, now: datetime, *, limit: int, lockout: timedelta
+    ) -> int:
+        """Count one more failed sign-in of ``name`` from ``address``; the new count.
+
+        One statement (an upsert), so that concurrent attempts each see their own count: the
+        one that reaches ``limit`` locks until ``now + lockout``. A lock that is over, or a
+        count untouched for ``lockout``, starts again at 1.
+        """
+        table = operator_failures
+        stale = (table.c.locked_until <= now) | (
+            table.c.locked_until.is_(None) & (table.c.last_at <= now - lockout)
+        )
+        # A limit of 1 locks at the first failure.
+        first_lock: Any = now + lockout if limit <= 1 else null()
+        with self._tx(write=True) as c:
+            dialect = postgresql if c.dialect.name == "postgresql" else sqlite
+            statement = dialect.insert(table).values(
+                operator=name,
+                address=address,
+                failures=1,
+                locked_until=None if limit > 1 else now + lockout,
+                last_at=now,
+            )
+            counted = statement.on_conflict_do_update(
+                index_elements=[table.c.operator, table.c.address],
+                set_={
+                    "failures": case((stale, 1), else_=table.c.failures + 1),
+                    "locked_until": case(
+                        (stale, first_lock),
+                        (
+                            table.c.locked_until.is_(None) & (table.c.failures + 1 >= limit),
+                            now + lockout,
+                        ),
+                        else_=table.c.locked_until,
+                    ),
+                    "last_at": now,
+                },
+            ).returning(table.c.failures)
+            return int(c.execute(counted).scalar_one())
+
+    def forget_failures(self, name: str, address: str | None = None) -> None:
+        """Drop the failure count of ``name`` from ``address`` (from everywhere if ``None``)."""
+        query = delete(operator_failures).where(operator_failures.c.operator == name)
+        if address is not None:
+            query = query.where(operator_failures.c.address == address)
+        with self._tx(write=True) as c:
+            c.execute(query)
+
+    def prune_failures(self, before: datetime) -> None:
+        """Drop counts untouched since ``before`` whose lock, if any, is over."""
+        table = operator_failures
+        with self._tx(write=True) as c:
+            c.execute(
+                delete(table).where(
+                    (table.c.last_at < before)
+                    & (table.c.locked_until.is_(None) | (table.c.locked_until < before))
+                )
+            )
 
     # --- sessions -------------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ __all__ = [
     "metadata",
     "open_bets",
     "operator_audit",
+    "operator_failures",
     "operator_sessions",
     "operators",
     "postings",
@@ -333,7 +334,7 @@ operators = Table(
     Column("role", String(16), nullable=False),
     # scrypt, in the self-describing text form of ledger.operators.hash_password.
     Column("password_hash", Text, nullable=False),
-    # Consecutive failed sign-ins; reaching the limit sets locked_until (ledger.operators).
+    # No longer written (migration 0019): failures are counted per address in operator_failures.
     Column("failed_attempts", Integer, nullable=False, server_default=text("0")),
     Column("locked_until", DateTime(timezone=True), nullable=True),
     Column("disabled_at", DateTime(timezone=True), nullable=True),
@@ -358,6 +359,19 @@ operator_sessions = Table(
     Index("operator_sessions_operator", "operator"),
 )
 
+# Failed sign-ins per operator and client address (migration 0019): incremented in one statement
+# before the password is checked; ledger.operators decides the lock from the new count.
+operator_failures = Table(
+    "operator_failures",
+    metadata,
+    Column("operator", String(64), primary_key=True),
+    Column("address", String(64), primary_key=True),
+    Column("failures", Integer, nullable=False),
+    Column("locked_until", DateTime(timezone=True), nullable=True),
+    Column("last_at", DateTime(timezone=True), nullable=False),
+)
+
+# Append-only (migration 0019): UPDATE and DELETE are refused by triggers, as the journal's.
 operator_audit = Table(
     "operator_audit",
     metadata,

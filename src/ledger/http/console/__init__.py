@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import anyio
 from litestar import Request, Response, Router, get, post
 from litestar.datastructures import Cookie
 from litestar.params import QueryParameter
@@ -38,7 +39,9 @@ from ...errors import Forbidden, InvalidRequest, LedgerError
 from ...operators import ACTIONS, ROLES, Operators, Session, SignInFailed
 from ...service import Ledger
 from ..auth import request_address
+from ..limits import SignInGate, SignInThrottled
 from ..runtime import Runtime
+from ..secure import came_over_tls, nul_refused, secure_headers
 from .books import Kit, books_handlers, overview_books
 
 __all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates"]
@@ -51,6 +54,12 @@ COOKIE = "ledger_console"
 # The sign-in form's own CSRF token, before there is a session to hold one.
 SIGN_IN_COOKIE = "ledger_console_sign_in"
 CSRF_HEADER = "x-csrf-token"
+# The largest body of any console POST, checked (Content-Length, then as it streams) before a
+# form is parsed: the biggest form (a movement) is well under 1 KB; the app-wide limit is sized
+# for a settle of a million participants (LEDGER_MAX_BODY_BYTES).
+FORM_MAX_BYTES = 8 * 1024
+# Seconds a refused (throttled) sign-in waits before its 429: see ``throttled``.
+THROTTLE_PAUSE = 1.0
 
 # (path, label, permission): the navigation, in order.
 NAV: list[tuple[str, str, str]] = [
@@ -89,13 +98,14 @@ def console_templates() -> TemplateConfig[JinjaTemplateEngine]:
 
 
 def _cookie(request: Request[Any, Any, Any], key: str, value: str, max_age: int | None) -> Cookie:
+    runtime: Runtime = request.app.state.runtime
     return Cookie(
         key=key,
         value=value,
         path=PREFIX,
         httponly=True,
         samesite="strict",
-        secure=request.url.scheme == "https",
+        secure=came_over_tls(request, runtime.settings),
         max_age=max_age,
     )
 
@@ -109,6 +119,16 @@ def console_handlers(runtime: Runtime) -> list[Any]:
 
     async def call(work: Callable[[Ledger], T]) -> T:
         return await runtime.call(work)
+
+    settings = runtime.settings
+    # A queue of a few attempts per hashing thread: the rest are answered 429 at once.
+    gate = SignInGate(
+        settings.sign_in_rate,
+        settings.sign_in_rate_total,
+        settings.hash_threads,
+        queue=2 * settings.hash_threads,
+    )
+    runtime.on_close.append(gate.close)
 
     def operators(ledger: Ledger) -> Operators:
         return Operators(ledger.store)
@@ -125,6 +145,10 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         form = {name: str(value) for name, value in (await request.form()).items()}
         presented = form.get("csrf") or request.headers.get(CSRF_HEADER)
         if not session.csrf_ok(presented):
+            # Only the path: the form's fields are of the sender's choosing.
+            await call(
+                audit(request, session, "csrf_refused", request.url.path, outcome=CsrfRefused.key)
+            )
             raise CsrfRefused("this form's CSRF token is missing or wrong: reload the page")
         return form
 
@@ -190,20 +214,30 @@ def console_handlers(runtime: Runtime) -> list[Any]:
 
     @post("/sign-in", include_in_schema=False)
     async def sign_in(request: Request[Any, Any, Any]) -> Response[Any]:
+        ip = request_address(request, runtime)
+        try:
+            # Before the body is read: a refused attempt costs no parsing and no hash.
+            gate.admit(ip)
+        except SignInThrottled as error:
+            return await throttled(request, error)
         form = {name: str(value) for name, value in (await request.form()).items()}
         expected = request.cookies.get(SIGN_IN_COOKIE) or ""
         presented = form.get("csrf", "")
         if not expected or not secrets.compare_digest(expected.encode(), presented.encode()):
             return failed(request, None, CsrfRefused("the sign-in form expired: reload the page"))
-        ip = request_address(request, runtime)
         name, password = form.get("name", ""), form.get("password", "")
         # Whatever session cookie came with the request is ended, never reused (no fixation).
         planted = request.cookies.get(COOKIE)
 
+        def work() -> Session:
+            found = operators(runtime.ledger())
+            return found.sign_in(name, password, ip, planted=planted)
+
         try:
-            session = await call(
-                lambda ledger: operators(ledger).sign_in(name, password, ip, planted=planted)
-            )
+            # On the hashing pool, never the runtime's workers (ledger.http.limits).
+            session = await gate.run(work)
+        except SignInThrottled as error:
+            return await throttled(request, error)
         except SignInFailed as error:
             token = secrets.token_urlsafe(32)
             again = page(
@@ -333,12 +367,18 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         )
 
     @get("/audit.csv", include_in_schema=False)
-    async def audit_csv(request: Request[Any, Any, Any], action: OptionalText = None) -> Stream:
+    async def audit_csv(
+        request: Request[Any, Any, Any], action: OptionalText = None
+    ) -> Response[Any]:
         session = await signed_in(request)
+        try:
+            # Lazy: read a page at a time on a worker thread as the browser takes the lines.
+            lines = await call(lambda ledger: operators(ledger).audit_csv(action or None))
+        except LedgerError as error:
+            return failed(request, session, error)
         await call(audit(request, session, "export", "audit", only=action))
-        lines = await call(lambda ledger: list(operators(ledger).audit_csv(action or None)))
         return Stream(
-            iter(lines),
+            lines,
             media_type="text/csv; charset=utf-8",
             headers={"content-disposition": 'attachment; filename="audit.csv"'},
         )
@@ -387,6 +427,19 @@ def console_handlers(runtime: Runtime) -> list[Any]:
             request, session, "operators.html", done=f"{do}: {name}", **(await _operator_list())
         )
 
+    async def throttled(_: Request[Any, Any, Any], error: SignInThrottled) -> Response[Any]:
+        # Answered after a pause, with the error body alone (no page): each connection of a
+        # flood then costs the event loop one cheap answer a second instead of as many as it
+        # can send. A throttled sign-in cost 0.6 ms of the loop's CPU against /health's 0.2;
+        # answered at once, 64 connections kept the loop busy and /ready went from 1.5 ms to
+        # 290 ms (tests/reliability/test_sign_in_flood.py).
+        await anyio.sleep(THROTTLE_PAUSE)
+        return Response(
+            error.to_dict(),
+            status_code=error.status,
+            headers={"retry-after": str(error.retry_after)},
+        )
+
     def sign_in_needed(request: Request[Any, Any, Any], _: SignInNeeded) -> Response[Any]:
         if _htmx(request):
             return Response(b"", status_code=200, headers={"HX-Redirect": PREFIX + "/sign-in"})
@@ -416,11 +469,14 @@ def console_handlers(runtime: Runtime) -> list[Any]:
             route_handlers=handlers,
             exception_handlers={SignInNeeded: sign_in_needed, CsrfRefused: refused},
             include_in_schema=False,
+            request_max_body_size=FORM_MAX_BYTES,
+            middleware=[secure_headers(settings)],
         ),
         create_static_files_router(
             path=PREFIX + "/static",
             directories=[HERE / "static"],
             name="console_static",
             include_in_schema=False,
+            middleware=[secure_headers(settings), nul_refused],
         ),
     ]

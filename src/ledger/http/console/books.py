@@ -26,6 +26,7 @@ from ...errors import BetNotFound, InvalidRequest, LedgerError, TournamentNotFou
 from ...operators import Session
 from ...paging import EXPORT_PAGE, Page, csv_lines, every
 from ...service import Ledger
+from ..filenames import attachment
 from ..runtime import Runtime
 
 __all__ = ["ACTIVITY_DAYS", "LIST_PAGE", "Kit", "books_handlers", "overview_books"]
@@ -116,7 +117,7 @@ def _stream(name: str, lines: Iterable[str]) -> Stream:
     return Stream(
         lines,
         media_type="text/csv; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{name}.csv"'},
+        headers={"Content-Disposition": attachment(f"{name}.csv")},
     )
 
 
@@ -292,7 +293,8 @@ def books_handlers(kit: Kit) -> list[Any]:
     ) -> Template:
         """Tournaments with status and end time, or one with its report and its open holds."""
         session = await kit.signed_in(request)
-        filters = {"q": q or "", "status": status or ""}
+        # Not "status": the page's own keyword for its HTTP status (kit.page).
+        filters = {"q": q or "", "status_filter": status or ""}
         if not uid:
 
             def listed(ledger: Ledger) -> dict[str, Any]:
