@@ -79,7 +79,7 @@ def instrument() -> None:
     from ledger.service import writes
     from ledger.stores import closing, sql
     from ledger.stores import directory as stored_directory
-    from ledger.stores.closing import statements, write
+    from ledger.stores.closing import statements, writing
 
     run = statements.run
 
@@ -95,8 +95,8 @@ def instrument() -> None:
     wrap(closes.SettleBets, "_staged", "staged rows, read from the request")
     for name in ("stage", "collect", "within_bounds", "write"):
         wrap(closing, name, f"closing.{name}")
-    wrap(write, "_append_events", "closing._append_events")
-    wrap(write, "_house_legs", "closing._house_legs")
+    wrap(writing, "_append_events", "closing._append_events")
+    wrap(writing, "_house_legs", "closing._house_legs")
     wrap(closes, "_record_seen", "directory upsert (users, tournaments)")
     # The set-based close records the directory itself: the tournaments, then the users from
     # its staged items in SQL.

@@ -238,3 +238,23 @@ def test_the_http_server_and_the_command_line_never_import_a_store() -> None:
         if within(found, "ledger.stores")
     )
     assert offenders == []
+
+
+def test_no_package_exports_a_name_that_hides_one_of_its_modules() -> None:
+    # `from .stage import stage` in a package's __init__ makes `package.stage` the function,
+    # and the module `package.stage` is then out of reach for patching and for readers.
+    hidden = []
+    for name, path in modules():
+        if path.name != "__init__.py":
+            continue
+        submodules = {child.stem for child in path.parent.glob("*.py")} | {
+            child.name for child in path.parent.iterdir() if (child / "__init__.py").exists()
+        }
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                hidden += [
+                    f"{name}.{alias.asname or alias.name}"
+                    for alias in node.names
+                    if (alias.asname or alias.name) in submodules
+                ]
+    assert hidden == []

@@ -31,9 +31,9 @@ million items: past the statement timeout, a 503); the close runs with a larger 
 
 from __future__ import annotations
 
-from .collect import Collected, collect, one_item_per_user, within_bounds
-from .stage import STAGE_COLUMNS, bet_currencies, bound, discard, may_note, stage, staged_within
-from .write import write
+from .collecting import Collected, collect, one_item_per_user, within_bounds
+from .staging import STAGE_COLUMNS, bet_currencies, bound, discard, may_note, stage, staged_within
+from .writing import write
 
 __all__ = [
     "STAGE_COLUMNS",

@@ -7,7 +7,7 @@ whatever the column holds them as (see :class:`ledger.stores.schema.Amount`).
 
 from __future__ import annotations
 
-from .balances import balances, balances_at, statement
+from .accounts import balances, balances_at, statement
 from .bets import (
     BET_SELECT,
     RECORD_BATCH,
@@ -17,7 +17,7 @@ from .bets import (
     get_bets,
     get_transaction,
 )
-from .holds import count_stale_holds, holds
+from .open_holds import count_stale_holds, holds
 from .reports import hourly_totals, house_totals, pool_totals
 
 __all__ = [

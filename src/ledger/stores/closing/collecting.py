@@ -10,7 +10,7 @@ from sqlalchemy import Connection
 from ..base import Staged
 from ..dialect import Dialect
 from . import statements
-from .stage import HELD, USER, Kind, _user_uid
+from .staging import HELD, USER, Kind, _user_uid
 
 
 # Whether a settled bet (payout p, currency c) has the payout an item (q, d) claims; as the

@@ -20,8 +20,8 @@ from ..base import ClosingOutcome, Retry
 from ..dialect import Dialect
 from ..schema import CAPACITY, postings, transactions
 from . import statements
-from .collect import LEGS, _deltas
-from .stage import Kind
+from .collecting import LEGS, _deltas
+from .staging import Kind
 
 
 def write(
