@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from support.readme import ROOT, marked_block, run_block
 
 
@@ -38,6 +40,7 @@ def test_the_backup_block_copies_checks_and_refuses_to_overwrite(tmp_path: Path)
         assert lines_of(stdout)[-1] == "ok: 1 transactions, 2 postings, 2 accounts, 0 bets"
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_restore_rehearsal_loses_only_what_came_after_the_copy(tmp_path: Path) -> None:
     for _run in range(2):
         code, stdout, stderr = run_block(block("backup-and-restore.md", "restore"), tmp_path)

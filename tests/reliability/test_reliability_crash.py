@@ -110,6 +110,7 @@ def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int, workers:
     assert server.starts == kills + 1
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_sigkilled_server_loses_no_acknowledged_delivery_and_applies_none_twice(
     tmp_path: Path, store_url: str
 ) -> None:
@@ -117,6 +118,7 @@ def test_sigkilled_server_loses_no_acknowledged_delivery_and_applies_none_twice(
     crash_run(tmp_path, store_url, kills=9 if store_url.startswith("sqlite") else 5, seed=11)
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_sigkilled_two_worker_server_loses_no_acknowledged_delivery_and_applies_none_twice(
     tmp_path: Path, store_url: str
 ) -> None:

@@ -419,6 +419,7 @@ def fuzz_valid_requests(server: LedgerProcess, examples: int, max_items: int | N
     assert after.balances == before.balances
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_schemathesis_requests_breaking_the_schema_are_refused_and_change_nothing(
     server: LedgerProcess,
 ) -> None:

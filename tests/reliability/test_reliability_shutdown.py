@@ -42,6 +42,7 @@ from support.payloads import entry, place
 USERS = [f"term-u{index}" for index in range(6)]
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 @pytest.mark.parametrize("workers", [1, 2])
 def test_sigterm_under_load_answers_in_flight_work_exits_in_time_and_loses_nothing(
     tmp_path: Path, store_url: str, workers: int
