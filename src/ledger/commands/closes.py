@@ -54,16 +54,16 @@ def _write_closing(uow: UnitOfWork, decision: CloseDecision, delivery: Delivery 
         log.warning("%s", note)
 
 
+Request = TypeVar("Request", RefundRequest, SettleRequest)
+
+
 @dataclass(frozen=True, slots=True)
-class RefundBets(Single):
-    """Refund Bet and Refund Tournament: reverse each named bet's hold exactly once.
+class _CloseBets(Single, Generic[Request]):
+    """What a refund and a settle carry: the request as decoded (a huge one is staged straight
+    from it, in one pass; its items and users as the domain reads them are built only when the
+    domain decides), a fresh reference for its transactions, and the currencies' scales."""
 
-    It carries the request as decoded: a huge one is staged straight from it (one pass), and
-    its items and users as the domain reads them (:func:`refund_items`,
-    :func:`ledger.directory.users_seen`) are built only when the domain decides.
-    """
-
-    request: RefundRequest
+    request: Request
     reference: str
     scale: Callable[[str], int]
     delivery: Delivery | None = None
@@ -76,7 +76,13 @@ class RefundBets(Single):
 
     @property
     def size(self) -> int:
-        return _items_in(self.request)
+        return sum(len(pool.bets) for pool in self.request.pools)
+
+
+@dataclass(frozen=True, slots=True)
+class RefundBets(_CloseBets[RefundRequest]):
+    """Refund Bet and Refund Tournament: reverse each named bet's hold exactly once
+    (:func:`refund_items`, :func:`ledger.directory.users_seen`)."""
 
     def apply(self, uow: UnitOfWork) -> ClosedBets:
         def decide(chunk: Sequence[RefundItem], known: Mapping[int, Bet], key: str) -> Decision:
@@ -151,26 +157,9 @@ class RefundBets(Single):
 
 
 @dataclass(frozen=True, slots=True)
-class SettleBets(Single):
-    """Settle Bet: capture each hold and credit positive payouts, each bet exactly once.
-
-    It carries the request as decoded, as :class:`RefundBets` does (:func:`settle_claims`).
-    """
-
-    request: SettleRequest
-    reference: str
-    scale: Callable[[str], int]
-    delivery: Delivery | None = None
-    # The tournaments the payload described; its users are read from the request.
-    seen: Seen = NOTHING_SEEN
-
-    @property
-    def bulk(self) -> bool:
-        return closes_set_based(self.size, None)
-
-    @property
-    def size(self) -> int:
-        return _items_in(self.request)
+class SettleBets(_CloseBets[SettleRequest]):
+    """Settle Bet: capture each hold and credit positive payouts, each bet exactly once
+    (:func:`settle_claims`)."""
 
     def apply(self, uow: UnitOfWork) -> ClosedBets:
         def decide(chunk: Sequence[SettleClaim], known: Mapping[int, Bet], key: str) -> Decision:
@@ -291,14 +280,10 @@ def settle_claims(request: SettleRequest) -> list[SettleClaim]:
     ]
 
 
-def _items_in(request: RefundRequest | SettleRequest) -> int:
-    return sum(len(pool.bets) for pool in request.pools)
-
-
 def _users_of(request: RefundRequest | SettleRequest) -> _Derived[UserSeen]:
     """The user of each item as the payload describes it, in item order (the directory's)."""
     return _Derived(
-        _items_in(request),
+        sum(len(pool.bets) for pool in request.pools),
         lambda: directory.users_seen(part.user for pool in request.pools for part in pool.bets),
     )
 

@@ -140,8 +140,7 @@ class Writes(LedgerCore):
         self, payload: RefundRequest | Payload, delivery: Delivery | None = None
     ) -> RefundBets:
         request = validate(RefundRequest, payload)
-        seen = _pools_seen(request)
-        return RefundBets(request, new_reference(), self.currencies.scale, delivery, seen)
+        return RefundBets(request, *self._close_terms(request, delivery))
 
     def settle(self, payload: SettleRequest | Payload) -> ClosedBets:
         """Settle Bet: capture each hold and credit positive payouts, each bet exactly once."""
@@ -157,8 +156,13 @@ class Writes(LedgerCore):
         self, payload: SettleRequest | Payload, delivery: Delivery | None = None
     ) -> SettleBets:
         request = validate(SettleRequest, payload)
-        seen = _pools_seen(request)
-        return SettleBets(request, new_reference(), self.currencies.scale, delivery, seen)
+        return SettleBets(request, *self._close_terms(request, delivery))
+
+    def _close_terms(
+        self, request: RefundRequest | SettleRequest, delivery: Delivery | None
+    ) -> tuple[str, Callable[[str], int], Delivery | None, Seen]:
+        """What a refund or settle command carries besides its request."""
+        return new_reference(), self.currencies.scale, delivery, _pools_seen(request)
 
 
 def _seen(pools: Iterable[Pool], users: Iterable[User]) -> Seen:
