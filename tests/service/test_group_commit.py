@@ -29,15 +29,15 @@ from support.books import batched, fail_commits
 
 
 @pytest.fixture
-def book(tmp_path: Path) -> Iterator[ledger.Ledger]:
+def sqlite_book(tmp_path: Path) -> Iterator[ledger.Ledger]:
     with ledger.open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as opened:
         assert isinstance(opened.writer, GroupCommit)  # on by default for SQLite
         yield opened
 
 
-def group_of(book: ledger.Ledger) -> GroupCommit:
-    assert isinstance(book.writer, GroupCommit)
-    return book.writer
+def group_of(sqlite_book: ledger.Ledger) -> GroupCommit:
+    assert isinstance(sqlite_book.writer, GroupCommit)
+    return sqlite_book.writer
 
 
 class Explode(Single):
@@ -50,8 +50,8 @@ class Explode(Single):
         raise RuntimeError("injected failure in the middle of a unit of work")
 
 
-def test_a_request_failing_inside_a_batch_is_rolled_back_alone(book: ledger.Ledger) -> None:
-    group = group_of(book)
+def test_a_request_failing_inside_a_batch_is_rolled_back_alone(sqlite_book: ledger.Ledger) -> None:
+    group = group_of(sqlite_book)
 
     futures = batched(
         group,
@@ -64,27 +64,27 @@ def test_a_request_failing_inside_a_batch_is_rolled_back_alone(book: ledger.Ledg
     assert futures[0].result() is True
     assert isinstance(futures[1].exception(), RuntimeError)
     assert futures[2].result() is True
-    assert book.balance("u1")[0].available == D("5.00")
-    assert book.balance("u3")[0].available == D("5.00")
-    assert book.balance("u2") == []
-    assert book.check().ok
+    assert sqlite_book.balance("u1")[0].available == D("5.00")
+    assert sqlite_book.balance("u3")[0].available == D("5.00")
+    assert sqlite_book.balance("u2") == []
+    assert sqlite_book.check().ok
 
 
-def test_place_bets_queued_together_are_decided_one_by_one(book: ledger.Ledger) -> None:
-    group = group_of(book)
-    book.deposit("u1", "EUR", "20.00", "seed-u1")
-    book.deposit("u3", "EUR", "20.00", "seed-u3")
+def test_place_bets_queued_together_are_decided_one_by_one(sqlite_book: ledger.Ledger) -> None:
+    group = group_of(sqlite_book)
+    sqlite_book.deposit("u1", "EUR", "20.00", "seed-u1")
+    sqlite_book.deposit("u3", "EUR", "20.00", "seed-u3")
 
     def submit() -> list[Future[Any]]:
         return [
-            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            sqlite_book.submit_place_bets(P.place(P.entry(1, user="u1"))),
             # u2 has nothing: refused alone with 402, writing nothing.
-            book.submit_place_bets(P.place(P.entry(2, user="u2"))),
+            sqlite_book.submit_place_bets(P.place(P.entry(2, user="u2"))),
             # u1 can afford one 11.00 entry of its 20.00, not two: the first one won.
-            book.submit_place_bets(P.place(P.entry(3, user="u1"))),
-            book.submit_place_bets(P.place(P.entry(4, user="u3"))),
+            sqlite_book.submit_place_bets(P.place(P.entry(3, user="u1"))),
+            sqlite_book.submit_place_bets(P.place(P.entry(4, user="u3"))),
             # A re-send of bet 1 in the same batch sees it placed: 200, nothing done.
-            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            sqlite_book.submit_place_bets(P.place(P.entry(1, user="u1"))),
         ]
 
     futures = batched(group, submit)
@@ -95,23 +95,23 @@ def test_place_bets_queued_together_are_decided_one_by_one(book: ledger.Ledger) 
     resent = futures[4].result()
     assert (resent.placed, resent.unchanged) == ([], [1])
     assert resent.secrets == futures[0].result().secrets
-    assert [b.to_dict() for b in book.balance("u1")] == [
+    assert [b.to_dict() for b in sqlite_book.balance("u1")] == [
         {"currency": "EUR", "available": "9.00", "held": "11.00"}
     ]
-    assert book.bet(2) is None
-    assert book.bet(3) is None
-    assert book.check().ok
+    assert sqlite_book.bet(2) is None
+    assert sqlite_book.bet(3) is None
+    assert sqlite_book.check().ok
 
 
 def test_a_failed_commit_fails_every_request_of_the_batch(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    group = group_of(book)
-    book.deposit("u1", "EUR", "50.00", "seed")
+    group = group_of(sqlite_book)
+    sqlite_book.deposit("u1", "EUR", "50.00", "seed")
 
     def submit() -> list[Future[Any]]:
-        fail_commits(book, monkeypatch)
-        return [book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2)]
+        fail_commits(sqlite_book, monkeypatch)
+        return [sqlite_book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2)]
 
     futures = batched(group, submit)
     for future in futures:
@@ -119,22 +119,22 @@ def test_a_failed_commit_fails_every_request_of_the_batch(
         assert isinstance(error, ledger.StoreUnavailable)
         assert error.status == 503  # retryable: the platform re-sends
     monkeypatch.undo()
-    assert book.bet(1) is None
-    assert book.bet(2) is None
-    assert book.balance("u1")[0].available == D("50.00")
-    assert book.check().ok
+    assert sqlite_book.bet(1) is None
+    assert sqlite_book.bet(2) is None
+    assert sqlite_book.balance("u1")[0].available == D("50.00")
+    assert sqlite_book.check().ok
 
 
 def test_a_refusal_that_rested_on_an_uncommitted_neighbour_is_answered_503_too(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    group = group_of(book)
-    book.deposit("u1", "EUR", "15.00", "seed")
+    group = group_of(sqlite_book)
+    sqlite_book.deposit("u1", "EUR", "15.00", "seed")
 
     def submit() -> list[Future[Any]]:
-        fail_commits(book, monkeypatch)
+        fail_commits(sqlite_book, monkeypatch)
         # Bet 2 is short only because bet 1 took 11.00 of the 15.00 first, in this batch.
-        return [book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2)]
+        return [sqlite_book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2)]
 
     futures = batched(group, submit)
     for future in futures:
@@ -142,18 +142,18 @@ def test_a_refusal_that_rested_on_an_uncommitted_neighbour_is_answered_503_too(
         assert isinstance(error, ledger.StoreUnavailable), error  # never the 402
     monkeypatch.undo()
     # Bet 1 never committed, so the platform's re-send of bet 2 is affordable and lands.
-    assert book.place_bets(P.place(P.entry(2, user="u1"))).placed == [2]
-    assert book.check().ok
+    assert sqlite_book.place_bets(P.place(P.entry(2, user="u1"))).placed == [2]
+    assert sqlite_book.check().ok
 
 
 # --- Place Bets at the head of a batch, applied without a savepoint ------------------------------
 
 
 def test_a_place_bet_at_the_head_of_a_batch_failing_after_writing_leaves_nothing(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    group = group_of(book)
-    book.deposit("u1", "EUR", "50.00", "seed")
+    group = group_of(sqlite_book)
+    sqlite_book.deposit("u1", "EUR", "50.00", "seed")
     real = PlaceBets.apply
 
     def written_then_failed(command: PlaceBets, uow: UnitOfWork) -> Any:
@@ -163,24 +163,24 @@ def test_a_place_bet_at_the_head_of_a_batch_failing_after_writing_leaves_nothing
     def submit() -> list[Future[Any]]:
         monkeypatch.setattr(PlaceBets, "apply", written_then_failed)
         return [
-            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            sqlite_book.submit_place_bets(P.place(P.entry(1, user="u1"))),
             group.submit(Move(deposit("u3", "EUR", 500, "c"))),
         ]
 
     futures = batched(group, submit)
     assert isinstance(futures[0].exception(), RuntimeError)
     assert futures[1].result() is True
-    assert book.bet(1) is None
-    assert book.balance("u1")[0].available == D("50.00")
-    assert book.balance("u3")[0].available == D("5.00")
-    assert book.check().ok
+    assert sqlite_book.bet(1) is None
+    assert sqlite_book.balance("u1")[0].available == D("50.00")
+    assert sqlite_book.balance("u3")[0].available == D("5.00")
+    assert sqlite_book.check().ok
 
 
 def test_a_group_failing_as_a_whole_at_the_head_of_a_batch_is_applied_one_by_one(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    group = group_of(book)
-    book.deposit("u1", "EUR", "50.00", "seed")
+    group = group_of(sqlite_book)
+    sqlite_book.deposit("u1", "EUR", "50.00", "seed")
     real = PlaceBets.apply_group
 
     def written_then_failed(self: PlaceBets, uow: UnitOfWork, group: Sequence[Any]) -> Any:
@@ -189,15 +189,15 @@ def test_a_group_failing_as_a_whole_at_the_head_of_a_batch_is_applied_one_by_one
 
     def submit() -> list[Future[Any]]:
         monkeypatch.setattr(PlaceBets, "apply_group", written_then_failed)
-        return [book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2, 3)]
+        return [sqlite_book.submit_place_bets(P.place(P.entry(n, user="u1"))) for n in (1, 2, 3)]
 
     futures = batched(group, submit)
     assert [future.result().placed for future in futures] == [[1], [2], [3]]
     # Held once each: the group's own writes went with its unit of work.
-    assert [b.to_dict() for b in book.balance("u1")] == [
+    assert [b.to_dict() for b in sqlite_book.balance("u1")] == [
         {"currency": "EUR", "available": "17.00", "held": "33.00"}
     ]
-    assert book.check().ok
+    assert sqlite_book.check().ok
 
 
 def racing_once(runs: list[int]) -> Any:
@@ -216,16 +216,16 @@ def racing_once(runs: list[int]) -> Any:
 
 
 def test_a_place_bet_at_the_head_of_a_batch_that_lost_a_race_runs_again_from_nothing(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    group = group_of(book)
-    book.deposit("u1", "EUR", "50.00", "seed")
+    group = group_of(sqlite_book)
+    sqlite_book.deposit("u1", "EUR", "50.00", "seed")
     runs: list[int] = []
 
     def submit() -> list[Future[Any]]:
         monkeypatch.setattr(PlaceBets, "apply", racing_once(runs))
         return [
-            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            sqlite_book.submit_place_bets(P.place(P.entry(1, user="u1"))),
             group.submit(Move(deposit("u3", "EUR", 500, "c"))),
         ]
 
@@ -234,10 +234,10 @@ def test_a_place_bet_at_the_head_of_a_batch_that_lost_a_race_runs_again_from_not
     assert futures[1].result() is True
     assert len(runs) == 2
     # Held once: the first run's writes went with its unit of work.
-    assert [b.to_dict() for b in book.balance("u1")] == [
+    assert [b.to_dict() for b in sqlite_book.balance("u1")] == [
         {"currency": "EUR", "available": "39.00", "held": "11.00"}
     ]
-    assert book.check().ok
+    assert sqlite_book.check().ok
 
 
 def count_savepoints(monkeypatch: pytest.MonkeyPatch, opened: list[str]) -> None:
@@ -252,17 +252,17 @@ def count_savepoints(monkeypatch: pytest.MonkeyPatch, opened: list[str]) -> None
 
 
 def test_place_bets_at_the_head_of_a_batch_open_no_savepoint_and_the_rest_one_each(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    group = group_of(book)
-    book.deposit("u1", "EUR", "50.00", "seed")
+    group = group_of(sqlite_book)
+    sqlite_book.deposit("u1", "EUR", "50.00", "seed")
     opened: list[str] = []
 
     def submit() -> list[Future[Any]]:
         count_savepoints(monkeypatch, opened)
         return [
-            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
-            book.submit_place_bets(P.place(P.entry(2, user="u1"))),
+            sqlite_book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            sqlite_book.submit_place_bets(P.place(P.entry(2, user="u1"))),
             group.submit(Move(deposit("u2", "EUR", 500, "b"))),
             group.submit(Move(deposit("u3", "EUR", 500, "c"))),
         ]
@@ -273,9 +273,9 @@ def test_place_bets_at_the_head_of_a_batch_open_no_savepoint_and_the_rest_one_ea
 
 
 def test_a_batch_headed_by_anything_but_place_bets_keeps_a_savepoint_for_each_command(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    group = group_of(book)
+    group = group_of(sqlite_book)
     opened: list[str] = []
 
     def submit() -> list[Future[Any]]:
@@ -312,8 +312,8 @@ def test_on_postgres_a_head_run_failing_on_a_statement_still_queued_is_refused_a
     # statement. They are sent before the run ends, as a savepoint's release would send them:
     # a failure among them is the run's own (here a group's, then applied one by one), not
     # the commit's, which would answer every request of the batch 503.
-    book = pg_book
-    group = group_of(book)
+    sqlite_book = pg_book
+    group = group_of(sqlite_book)
     real = PlaceBets.apply_group
     failed: list[int] = []
 
@@ -323,7 +323,7 @@ def test_on_postgres_a_head_run_failing_on_a_statement_still_queued_is_refused_a
         return outcomes
 
     monkeypatch.setattr(PlaceBets, "apply_group", queued_failure)
-    place = book._place_command
+    place = sqlite_book._place_command
     outcomes = group.apply_now(
         [place(P.place(P.entry(1, user="u1"))), place(P.place(P.entry(2, user="u1")))]
     )
@@ -332,11 +332,11 @@ def test_on_postgres_a_head_run_failing_on_a_statement_still_queued_is_refused_a
         (True, [1]),
         (True, [2]),
     ]
-    assert [b.to_dict() for b in book.balance("u1")] == [
+    assert [b.to_dict() for b in sqlite_book.balance("u1")] == [
         {"currency": "EUR", "available": "28.00", "held": "22.00"}
     ]
-    assert book.balance("u9") == []
-    assert book.check().ok
+    assert sqlite_book.balance("u9") == []
+    assert sqlite_book.check().ok
 
 
 def test_on_postgres_a_lone_command_failing_on_a_statement_held_for_the_commit_is_answered_once(
@@ -346,8 +346,8 @@ def test_on_postgres_a_lone_command_failing_on_a_statement_held_for_the_commit_i
     # the failure surfaces there, after the command itself returned. Nothing was committed:
     # the batch is applied again, and the command is answered by that alone, never also as the
     # success of the unit that was rolled back.
-    book = pg_book
-    group = group_of(book)
+    sqlite_book = pg_book
+    group = group_of(sqlite_book)
     real = PlaceBets.apply
     failed: list[int] = []
 
@@ -357,17 +357,17 @@ def test_on_postgres_a_lone_command_failing_on_a_statement_held_for_the_commit_i
         return outcome
 
     monkeypatch.setattr(PlaceBets, "apply", queued_failure)
-    [answer] = group.apply_now([book._place_command(P.place(P.entry(1, user="u1")))])
+    [answer] = group.apply_now([sqlite_book._place_command(P.place(P.entry(1, user="u1")))])
     assert failed == [1]
     assert isinstance(answer, tuple)
     ok, placed = answer
     assert ok
     assert placed.placed == [1]
-    assert [b.to_dict() for b in book.balance("u1")] == [
+    assert [b.to_dict() for b in sqlite_book.balance("u1")] == [
         {"currency": "EUR", "available": "39.00", "held": "11.00"}
     ]
-    assert book.balance("u9") == []
-    assert book.check().ok
+    assert sqlite_book.balance("u9") == []
+    assert sqlite_book.check().ok
 
 
 # --- huge bodies: decoded on a worker thread -----------------------------------------------
@@ -380,15 +380,15 @@ def _huge_settle(uids: range) -> bytes:
 
 
 def test_a_huge_body_is_decoded_and_settled_off_the_caller_with_the_same_answer(
-    book: ledger.Ledger,
+    sqlite_book: ledger.Ledger,
 ) -> None:
     uids = range(1, 1001)
-    book.deposit("u1", "EUR", "100000.00", "seed")
-    book.place_bets(P.place(*(P.entry(uid) for uid in uids)))
-    answer = book.submit_settle(_huge_settle(uids)).result()
+    sqlite_book.deposit("u1", "EUR", "100000.00", "seed")
+    sqlite_book.place_bets(P.place(*(P.entry(uid) for uid in uids)))
+    answer = sqlite_book.submit_settle(_huge_settle(uids)).result()
     assert list(answer.closed) == list(uids)
     with pytest.raises(ledger.InvalidRequest):
-        book.submit_settle(b" " * (payloads.INLINE_BODY + 1)).result()
+        sqlite_book.submit_settle(b" " * (payloads.INLINE_BODY + 1)).result()
 
 
 def test_a_huge_commands_objects_are_freed_after_its_answer_with_the_collector_paused() -> None:
@@ -415,30 +415,30 @@ def test_a_huge_commands_objects_are_freed_after_its_answer_with_the_collector_p
 
 
 def test_a_place_bet_after_a_set_based_refund_in_one_batch_sees_the_refunded_balance(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The refund is closed in SQL (set-based), past the balances the unit of work remembers
     # from the Place Bet before it: the one after must read u1's balance again.
     monkeypatch.setattr(closes, "SET_BASED_FROM", 1)
-    group = group_of(book)
-    book.deposit("u1", "EUR", "15.00", "seed")
+    group = group_of(sqlite_book)
+    sqlite_book.deposit("u1", "EUR", "15.00", "seed")
 
     def submit() -> list[Future[Any]]:
         return [
-            book.submit_place_bets(P.place(P.entry(1, user="u1"))),
-            book.submit_refund(P.refund(7, 1)),
+            sqlite_book.submit_place_bets(P.place(P.entry(1, user="u1"))),
+            sqlite_book.submit_refund(P.refund(7, 1)),
             # 11.00 of the 15.00 the refund gave back; 4.00 if the first read were trusted.
-            book.submit_place_bets(P.place(P.entry(2, user="u1"))),
+            sqlite_book.submit_place_bets(P.place(P.entry(2, user="u1"))),
         ]
 
     futures = batched(group, submit)
     assert futures[0].result().placed == [1]
     assert futures[1].result() is not None
     assert futures[2].result().placed == [2]
-    assert [b.to_dict() for b in book.balance("u1")] == [
+    assert [b.to_dict() for b in sqlite_book.balance("u1")] == [
         {"currency": "EUR", "available": "4.00", "held": "11.00"}
     ]
-    assert book.check().ok
+    assert sqlite_book.check().ok
 
 
 def test_applied_now_each_command_answers_its_outcome_and_a_raced_one_the_future_of_its_retry(

@@ -32,15 +32,15 @@ from support import payloads as P
 
 
 @pytest.fixture
-def book(tmp_path: Path) -> Iterator[ledger.Ledger]:
+def sqlite_book(tmp_path: Path) -> Iterator[ledger.Ledger]:
     with ledger.open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}") as opened:
         yield opened
 
 
-def _commits(book: ledger.Ledger) -> list[tuple[Any, int]]:
+def _commits(sqlite_book: ledger.Ledger) -> list[tuple[Any, int]]:
     """Each commit's DBAPI connection and its automatic checkpoint setting as it commits."""
     seen: list[tuple[Any, int]] = []
-    store = book.store
+    store = sqlite_book.store
     assert isinstance(store, SqliteStore)
 
     @event.listens_for(store.engine, "commit")
@@ -51,9 +51,9 @@ def _commits(book: ledger.Ledger) -> list[tuple[Any, int]]:
     return seen
 
 
-def _placed(book: ledger.Ledger, count: int) -> None:
-    book.deposit("u1", "EUR", "1000.00", reference="seed")
-    book.place_bets(P.place(*(P.entry(uid) for uid in range(1, count + 1))))
+def _placed(sqlite_book: ledger.Ledger, count: int) -> None:
+    sqlite_book.deposit("u1", "EUR", "1000.00", reference="seed")
+    sqlite_book.place_bets(P.place(*(P.entry(uid) for uid in range(1, count + 1))))
 
 
 def _autocheckpoint(driver: sqlite3.Connection) -> int:
@@ -61,17 +61,17 @@ def _autocheckpoint(driver: sqlite3.Connection) -> int:
 
 
 def test_a_huge_close_commits_without_copying_its_log_and_a_thread_copies_it_after(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
-    _placed(book, 4)
-    commits = _commits(book)
-    book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))
+    _placed(sqlite_book, 4)
+    commits = _commits(sqlite_book)
+    sqlite_book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))
     [(driver, during)] = commits
     assert during == 0
     # The connection went back to the pool copying at commit again.
     assert _autocheckpoint(driver) == AUTOCHECKPOINT_PAGES
-    store = book.store
+    store = sqlite_book.store
     assert isinstance(store, SqliteStore)
     store._checkpointer.join(10)
     # Every frame of the log is in the database: nothing left for a later commit to copy.
@@ -80,18 +80,18 @@ def test_a_huge_close_commits_without_copying_its_log_and_a_thread_copies_it_aft
     assert (busy, copied) == (0, frames)
     # A small write commits as it always did.
     commits.clear()
-    book.deposit("u1", "EUR", "1.00", reference="after")
+    sqlite_book.deposit("u1", "EUR", "1.00", reference="after")
     assert [setting for _, setting in commits] == [AUTOCHECKPOINT_PAGES]
-    assert book.check().ok
+    assert sqlite_book.check().ok
 
 
 def test_a_huge_close_whose_commit_fails_leaves_its_connection_copying_again(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
-    _placed(book, 4)
+    _placed(sqlite_book, 4)
     requested: list[bool] = []
-    store = book.store
+    store = sqlite_book.store
     assert isinstance(store, SqliteStore)
     monkeypatch.setattr(store._checkpointer, "request", lambda: requested.append(True))
     used: list[sqlite3.Connection] = []
@@ -108,23 +108,23 @@ def test_a_huge_close_whose_commit_fails_leaves_its_connection_copying_again(
     monkeypatch.setattr(closing, "write", recorded)
     monkeypatch.setattr(SqlUnitOfWork, "commit", failing_commit)
     with pytest.raises(StoreUnavailable):  # the group commit failed: the platform re-sends
-        book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))
+        sqlite_book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))
     # Rolled back, and back in the pool copying at commit: no log of its own to copy later.
     assert _autocheckpoint(used[0]) == AUTOCHECKPOINT_PAGES
     assert requested == []
     monkeypatch.undo()
-    view = book.bet(1)
+    view = sqlite_book.bet(1)
     assert view is not None
     assert view.state == "placed"
 
 
 def test_a_small_close_commits_as_every_write_does(
-    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+    sqlite_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(closes, "SET_BASED_FROM", 5)
-    _placed(book, 4)
-    commits = _commits(book)
-    book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))
+    _placed(sqlite_book, 4)
+    commits = _commits(sqlite_book)
+    sqlite_book.settle(P.settle(7, *((uid, "5.00") for uid in range(1, 5))))
     assert [setting for _, setting in commits] == [AUTOCHECKPOINT_PAGES]
 
 
@@ -136,13 +136,13 @@ def _wal_salt(database: Path) -> bytes:
 
 
 def test_a_write_commits_with_the_backstop_only_and_the_checkpointer_copies_its_log(
-    book: ledger.Ledger, tmp_path: Path
+    sqlite_book: ledger.Ledger, tmp_path: Path
 ) -> None:
-    commits = _commits(book)
-    book.deposit("u1", "EUR", "10.00", reference="one")
+    commits = _commits(sqlite_book)
+    sqlite_book.deposit("u1", "EUR", "10.00", reference="one")
     assert [setting for _, setting in commits] == [AUTOCHECKPOINT_PAGES]
     assert AUTOCHECKPOINT_PAGES > 1000  # SQLite's default, which copied in every eighth commit
-    store = book.store
+    store = sqlite_book.store
     assert isinstance(store, SqliteStore)
     store._checkpointer.join(10)
     with sqlite3.connect(tmp_path / "ledger.db") as database:
@@ -152,23 +152,24 @@ def test_a_write_commits_with_the_backstop_only_and_the_checkpointer_copies_its_
 
 
 def test_after_a_pass_the_next_commit_copies_the_rest_so_the_log_starts_over(
-    book: ledger.Ledger, tmp_path: Path
+    sqlite_book: ledger.Ledger, tmp_path: Path
 ) -> None:
-    store = book.store
+    store = sqlite_book.store
     assert isinstance(store, SqliteStore)
     checkpointer = store._checkpointer
     # No pass of the thread's own during the test (its next is 60 s away): the test runs one.
     checkpointer.interval = 60.0
     checkpointer._began = time.monotonic()
-    _placed(book, 50)
+    _placed(sqlite_book, 50)
     checkpointer._pass()  # copies all of the log, and says so to the next commit
-    book.deposit("u1", "EUR", "1.00", reference="two")  # begins on a copied log: starts it over
+    # It begins on a copied log: starts it over.
+    sqlite_book.deposit("u1", "EUR", "1.00", reference="two")
     salt = _wal_salt(tmp_path / "ledger.db")
     # The pass had finished, so this commit copied its own pages after committing: the next
     # write begins with the whole log in the database, and starts it over.
-    book.deposit("u1", "EUR", "1.00", reference="three")
+    sqlite_book.deposit("u1", "EUR", "1.00", reference="three")
     assert _wal_salt(tmp_path / "ledger.db") != salt
-    assert book.check().ok
+    assert sqlite_book.check().ok
 
 
 def test_the_checkpointer_passes_at_most_once_an_interval_and_closing_ends_its_wait(
