@@ -53,7 +53,7 @@ def _timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def instrument() -> None:
-    """Wrap the steps of a Place Bet batch (what ``ledger.writer.process.child_main`` reaches)."""
+    """Wrap the steps of a Place Bet batch (what ``ledger.writer.child.child_main`` reaches)."""
     from ledger import domain
     from ledger.commands import places
     from ledger.stores import sql

@@ -319,19 +319,19 @@ def test_the_child_logs_plain_utc_lines_at_the_servers_level_when_the_server_con
     import logging
 
     from ledger.logformat import UtcFormatter
-    from ledger.writer.process import _log_level, log_like_the_server
+    from ledger.writer.child import configured_log_level, log_like_the_server
 
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     try:
         root.handlers[:] = []
-        assert _log_level() is None  # an embedding program that configured nothing
+        assert configured_log_level() is None  # an embedding program that configured nothing
         log_like_the_server(None)
         assert root.handlers == []
         log_like_the_server(logging.WARNING)
         [handler] = root.handlers
         assert isinstance(handler.formatter, UtcFormatter)
-        assert _log_level() == logging.WARNING
+        assert configured_log_level() == logging.WARNING
         logging.getLogger("ledger.writer").warning("the child speaks")
         line = capsys.readouterr().err.strip()
         stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
@@ -387,16 +387,17 @@ def test_the_child_freezes_the_heap_it_started_with_so_its_collector_walks_only_
 
 
 def test_a_batch_larger_than_the_last_is_cut_at_their_mean_and_the_rest_goes_first_next() -> None:
-    from ledger.writer.process import _Batches
+    from ledger.writer.batches import Batches
 
-    batches = _Batches()
+    batches = Batches()
     assert batches.take(list(range(27)), stopping=False) == list(range(14))  # mean of 0 and 27
     assert batches.holding
     assert batches.take([], stopping=False) == list(range(14, 27))  # nothing new: held go now
     assert not batches.holding
     # Uneven halves (27, then 37) even out: 32, and the 5 held lead the next batch.
-    batches = _Batches()
-    batches._last = 27
+    batches = Batches()
+    assert batches.take(list(range(54)), stopping=False) == list(range(27))  # mean of 0 and 54
+    assert batches.take([], stopping=False) == list(range(27, 54))  # the last batch: 27
     first = batches.take([f"a{n}" for n in range(37)], stopping=False)
     assert first == [f"a{n}" for n in range(32)]
     second = batches.take([f"b{n}" for n in range(27)], stopping=False)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from ledger.stores.sql import _json_object
+from ledger.stores.bet_rows import json_object
 from ledger.stores.sqlite import SqliteDialect
 
 
@@ -38,4 +38,4 @@ def test_a_sqlite_timestamp_is_the_text_strftime_wrote(moment: datetime) -> None
     ],
 )
 def test_stored_secrets_are_the_text_json_dumps_wrote(secrets: dict[str, object]) -> None:
-    assert _json_object(secrets) == json.dumps(secrets)
+    assert json_object(secrets) == json.dumps(secrets)

@@ -1,6 +1,10 @@
-"""The SQL store and its unit of work: lifecycle and writes, in SQLAlchemy Core over one schema.
+"""The SQL store and its unit of work: the transaction's lifecycle (connect, savepoints, commit,
+the balance memo forgotten whenever it may no longer hold) and every write routed to its module.
 
-Reads live in :mod:`.queries`, the audit in :mod:`.audit`; what differs between databases
+The writes themselves: postings and balances in :mod:`.posting`, bets in :mod:`.bet_rows`, a
+set-based close in :mod:`.staged_close`, events in :mod:`.events`, the delivery journal in
+:mod:`.deliveries`, the directory in :mod:`.directory`. Reads live in :mod:`.queries`, the audit
+in :mod:`.audit`; what differs between databases
 (beginning a transaction, transaction ids, bulk rows, driver errors) is a :class:`.Dialect`,
 implemented by :mod:`.sqlite` and :mod:`.postgres`. Everything else is the same SQL on both.
 """
@@ -8,58 +12,30 @@ implemented by :mod:`.sqlite` and :mod:`.postgres`. Everything else is the same 
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
-from collections import defaultdict
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from concurrent.futures import Future
+from collections.abc import Collection, Iterator, Sequence
 from datetime import UTC, datetime
-from json.encoder import encode_basestring_ascii
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Literal, Self
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..deliveries import DeliveryRecord
 from ..directory import Seen
-from ..domain import Bet, BetState, Transaction, account_kind
-from ..errors import CapacityExceeded, InsufficientFunds
+from ..domain import Bet, Transaction
 from ..events import EventRow
 from . import closing, directory, queries, revision
 from . import deliveries as journal
 from . import events as feed
-from .base import (
-    ClosingOutcome,
-    Retry,
-    Staged,
-)
+from .base import ClosingOutcome, Staged
+from .bet_rows import add_bets, close_bets
 from .dialect import BalanceMemo, Dialect
+from .posting import post
 from .reads import SqlReads
-from .schema import CAPACITY, bets, open_bets, postings, transactions
+from .staged_close import close_staged
 
 __all__ = ["SqlStore", "SqlUnitOfWork"]
-
-R = TypeVar("R")
-
-BET_COLUMNS = (
-    "uid",
-    "user_uid",
-    "pool_uid",
-    "currency",
-    "amount",
-    "rake",
-    "funding",
-    "state",
-    "payout",
-    "payout_currency",
-    "ticket",
-    "request_uuid",
-    "secrets",
-    "placed_at",
-)
-POSTING_COLUMNS = ("txn_id", "account", "currency", "amount", "bet_uid", "balance_after")
-TRANSACTION_COLUMNS = ("id", "idempotency_key", "kind", "user_uid", "reference", "created_at")
 
 
 class SqlStore:
@@ -242,55 +218,14 @@ class SqlUnitOfWork:
             )
 
     def add_bets(self, new_bets: Sequence[Bet]) -> None:
-        if not new_bets:
-            return
-        now = self._dialect.timestamp(datetime.now(UTC))
-        # Bets of one request share their secrets: serialise them once, not once per bet.
-        dumped: dict[int, str] = {}
-        rows = []
-        # Sorted, so concurrent writers meet unique-index entries in the same order.
-        for bet in sorted(new_bets, key=lambda bet: bet.uid):
-            secrets = dumped.get(id(bet.secrets))
-            if secrets is None:
-                secrets = dumped[id(bet.secrets)] = _json_object(bet.secrets)
-            rows.append(
-                (
-                    bet.uid,
-                    bet.user,
-                    bet.pool_uid,
-                    bet.currency,
-                    bet.amount,
-                    bet.rake,
-                    bet.funding._value_,  # what .value reads, without the enum's descriptor
-                    bet.state._value_,
-                    bet.payout,
-                    bet.payout_currency,
-                    bet.ticket,
-                    bet.request_uuid,
-                    secrets,
-                    now,
-                )
-            )
-        # A new bet is open until its close removes its row from open_bets (the open holds).
-        open_rows = [(bet.uid, now) for bet in new_bets if bet.state is BetState.PLACED]
-        with self._store.translate_errors():
-            self._dialect.insert_rows(self._conn, bets, BET_COLUMNS, rows)
-            self._dialect.insert_rows(self._conn, open_bets, ("uid", "placed_at"), open_rows)
+        if new_bets:
+            with self._store.translate_errors():
+                add_bets(self._conn, self._dialect, new_bets, datetime.now(UTC))
 
     def close_bets(self, closed: Sequence[Bet]) -> None:
-        if not closed:
-            return
-        now = self._dialect.timestamp(datetime.now(UTC))
-        rows = [
-            (bet.state.value, bet.payout, bet.payout_currency, now, bet.uid)
-            for bet in sorted(closed, key=lambda bet: bet.uid)
-        ]
-        with self._store.translate_errors():
-            changed = self._dialect.close_bet_rows(self._conn, rows)
-        if changed != len(rows):
-            # Another writer closed one of these bets after we read it (Postgres, READ
-            # COMMITTED): run the request again so that it sees that bet's new state.
-            raise Retry(f"{len(rows) - changed} bet(s) were closed by a concurrent request")
+        if closed:
+            with self._store.translate_errors():
+                close_bets(self._conn, self._dialect, closed, datetime.now(UTC))
 
     def set_based_up_to(self) -> int | None:
         return self._dialect.set_based_up_to
@@ -315,46 +250,26 @@ class SqlUnitOfWork:
         # A set-based close writes balances in SQL, past the memo.
         self._balances.clear()
         with self._store.translate_errors():
-            repeats = closing.stage(self._conn, self._dialect, rows)
-            # Two passes over the items that need no database, made while the database joins
-            # them with their bets: the wait for Postgres's answer and SQLite's statements let
-            # go of the interpreter. A million items: 0.37 s of the writer's own time, now
-            # under the join's 2.5 s (benchmarks/settle_split.py).
-            aside = _beside(
-                lambda: (not repeats and closing.one_item_per_user(rows), closing.may_note(rows))
-            )
-            collected = closing.collect(self._conn, self._dialect, kind, repeats, len(rows), limit)
-            if collected.refused is not None:
-                closing.discard(self._conn)
-                return collected.refused
-            one_user_each, notes = aside.result()
-            if not closing.within_bounds(
-                self._conn, self._dialect, kind, limit, one_user_each, collected
-            ):
-                closing.discard(self._conn)
-                return None
-            if not self._checkpoint_deferred:
-                self._dialect.defer_checkpoint(self._conn)
-                self._checkpoint_deferred = True
-            outcome = closing.write(
+            return close_staged(
                 self._conn,
                 self._dialect,
                 kind,
+                rows,
+                limit,
                 key,
                 chunk,
                 request_id,
-                self.event_slots,
-                len(rows),
-                notes,
-                one_user_each,
-                collected.closing,
+                seen,
+                describe_users,
+                event_slots=self.event_slots,
+                defer_checkpoint=self._defer_checkpoint,
+                now=_now,
             )
-            now = datetime.now(UTC)
-            directory.record_seen(self._conn, self._dialect, seen, now)
-            if describe_users:
-                directory.record_staged_users(self._conn, self._dialect, "close_stage", now)
-            closing.discard(self._conn)
-            return outcome
+
+    def _defer_checkpoint(self) -> None:
+        if not self._checkpoint_deferred:
+            self._dialect.defer_checkpoint(self._conn)
+            self._checkpoint_deferred = True
 
     # --- transactions ---------------------------------------------------------------------------
 
@@ -366,101 +281,13 @@ class SqlUnitOfWork:
         if not new_transactions:
             return
         try:
-            self._post(new_transactions)
+            with self._store.translate_errors():
+                post(self._conn, self._dialect, self._balances, new_transactions, _now)
         except BaseException:
             # Some of it may have been written (a failed executemany keeps its earlier rows):
             # the memo no longer says what the balances are.
             self._balances.clear()
             raise
-
-    def _post(self, new_transactions: Sequence[Transaction]) -> None:
-        deltas: dict[tuple[str, str], int] = defaultdict(int)
-        with self._store.translate_errors():
-            ids = self._dialect.allocate_transaction_ids(self._conn, len(new_transactions))
-            legs = []
-            for txn_id, txn in zip(ids, new_transactions, strict=True):
-                for leg in txn.postings:
-                    if not -CAPACITY <= leg.amount <= CAPACITY:
-                        # A request's summed house leg: refused before anything is written.
-                        raise CapacityExceeded(
-                            f"{txn.kind.value}: a {leg.currency} leg on {leg.account} would "
-                            f"exceed the {len(str(CAPACITY))} digits a store holds"
-                        )
-                    legs.append((txn_id, leg.account, leg.currency, leg.amount, leg.bet_uid))
-                    deltas[(leg.account, leg.currency)] += leg.amount
-            credits: list[tuple[str, str, str, int]] = []
-            debits: list[tuple[int, str, str]] = []
-            unchanged: list[tuple[str, str]] = []
-            for (name, currency), delta in sorted(deltas.items()):
-                kind = account_kind(name)
-                if delta < 0 and kind != "house":
-                    debits.append((delta, name, currency))
-                elif delta:
-                    # House accounts may go below zero (prizes, cash): no check needed.
-                    credits.append((name, currency, kind, delta))
-                else:
-                    unchanged.append((name, currency))
-            # One upsert per account, creating the accounts seen for the first time; it cannot
-            # fail for want of funds, so its place in the order does not matter. It is where a
-            # balance past the store's capacity is refused (CapacityExceeded, 422): on SQLite
-            # before any write, on Postgres by its CHECK, rolling the unit back.
-            after = self._dialect.upsert_balances(self._conn, credits, self._balances)
-            after.update(self._balances_after_debits(debits, unchanged))
-            # Taken once every account is locked: per account, time order is posting order,
-            # which point-in-time balances rely on.
-            now = self._dialect.timestamp(datetime.now(UTC))
-            headers = [
-                (txn_id, txn.key, txn.kind._value_, txn.user, txn.reference, now)
-                for txn_id, txn in zip(ids, new_transactions, strict=True)
-            ]
-            # Postings first, then the transaction rows that seal them: the database checks,
-            # when a transaction row arrives (SQLite) or at commit (Postgres), that its postings
-            # sum to zero per currency.
-            self._dialect.insert_rows(
-                self._conn, postings, POSTING_COLUMNS, _with_running_balances(legs, deltas, after)
-            )
-            self._dialect.insert_rows(self._conn, transactions, TRANSACTION_COLUMNS, headers)
-            # Debits last, after the idempotency keys are claimed. On Postgres a concurrent
-            # writer of the same key (a re-sent withdrawal) then waits (on the account's lock,
-            # or the unique index) and fails with a unique violation, which is a Retry that sees
-            # the winner's work and answers "unchanged"; debited first, it would fail on the
-            # balance the winner had just spent as user.insufficient_funds (a 402) instead.
-            self._debit(debits)
-
-    def _balances_after_debits(
-        self, debits: list[tuple[int, str, str]], unchanged: list[tuple[str, str]]
-    ) -> dict[tuple[str, str], int]:
-        """What the debited accounts (and those whose legs cancel out) will hold after this
-        unit of work, read under a lock that keeps every other writer out until commit."""
-        keys = sorted([(name, currency) for _, name, currency in debits] + unchanged)
-        if not keys:
-            return {}
-        current = self._dialect.lock_balances(self._conn, keys, self._balances)
-        after = {key: current.get(key, 0) for key in unchanged}
-        for delta, name, currency in debits:
-            # Possibly below zero: then _debit refuses the unit of work, with nothing kept.
-            after[(name, currency)] = current.get((name, currency), 0) + delta
-        return after
-
-    def _debit(self, debits: list[tuple[int, str, str]]) -> None:
-        """Apply debits of user balances, refusing any that would go below zero.
-
-        Held money only ever returns what a hold put there, so only available balances can
-        really come up short; held ones are checked all the same.
-        """
-        # Atomic against every other writer, and an overdraft changes no row: conditional
-        # updates on Postgres, a read-modify-write under SQLite's one-writer lock.
-        if self._dialect.debit_balances(self._conn, debits, self._balances) == len(debits):
-            return
-        # Only to name the user in the error (the unit of work is rolled back anyway).
-        found = queries.account_balances(self._conn, [(name, cur) for _, name, cur in debits])
-        user, currency = next(
-            ((name, cur) for delta, name, cur in debits if found.get((name, cur), 0) + delta < 0),
-            (debits[0][1], debits[0][2]),
-        )
-        raise InsufficientFunds(
-            f"user {user.removeprefix('user:')} has insufficient {currency} funds"
-        )
 
     # --- the event feed ---------------------------------------------------------------------------
 
@@ -510,49 +337,5 @@ class SqlUnitOfWork:
             directory.record_seen(self._conn, self._dialect, seen, datetime.now(UTC))
 
 
-def _json_object(secrets: Mapping[str, Any]) -> str:
-    """``json.dumps(dict(secrets))``, the same text: a bet's secrets are almost always a few
-    strings (a Place Bet's own, its reference), which this quotes with json's own function,
-    without the encoder object json.dumps builds on each call (0.4 against 1.6 us a bet)."""
-    if all(key.__class__ is str and value.__class__ is str for key, value in secrets.items()):
-        quote = encode_basestring_ascii
-        return (
-            "{"
-            + ", ".join([f"{quote(key)}: {quote(value)}" for key, value in secrets.items()])
-            + "}"
-        )
-    return json.dumps(dict(secrets))
-
-
-def _with_running_balances(
-    legs: list[tuple[int, str, str, int, int | None]],
-    deltas: Mapping[tuple[str, str], int],
-    after: Mapping[tuple[str, str], int],
-) -> list[tuple[int, str, str, int, int | None, int]]:
-    """Each leg with its account's balance after it: the legs are written (and get their ids)
-    in this order, so each account's running values count up, leg by leg, from its balance
-    before this unit of work to the balance the updates leave."""
-    running = {key: after[key] - delta for key, delta in deltas.items()}
-    rows = []
-    for txn_id, account, currency, amount, bet_uid in legs:
-        key = (account, currency)
-        balance = running[key] = running[key] + amount
-        rows.append((txn_id, account, currency, amount, bet_uid, balance))
-    return rows
-
-
-def _beside(work: Callable[[], R]) -> Future[R]:
-    """``work`` started on a thread of its own; its outcome in the future. For Python that can
-    run while the calling thread waits for the database (which lets go of the GIL)."""
-    outcome: Future[R] = Future()
-
-    def run() -> None:
-        if not outcome.set_running_or_notify_cancel():
-            return
-        try:
-            outcome.set_result(work())
-        except BaseException as error:  # noqa: BLE001 - the caller's, through result()
-            outcome.set_exception(error)
-
-    threading.Thread(target=run, name="ledger-close-beside", daemon=True).start()
-    return outcome
+def _now() -> datetime:
+    return datetime.now(UTC)

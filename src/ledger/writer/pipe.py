@@ -10,7 +10,7 @@ The reducers are this pipe's alone (a :class:`pickle.Pickler` with its own ``dis
 the domain's values know nothing of the process they may cross. A batched command's module
 registers the reducer of its class (:func:`register`; the Place Bet's is in
 :mod:`ledger.commands.places`). Proved by ``tests/service/test_writer_process.py`` (every value
-crosses unchanged); used by :mod:`ledger.writer.process` only.
+crosses unchanged); used by the writer process only (:mod:`.child`, :mod:`.child_link`).
 """
 
 from __future__ import annotations
