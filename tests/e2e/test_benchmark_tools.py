@@ -130,3 +130,17 @@ def test_cli_start_compares_each_command_with_its_baseline(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert set(json.loads(out.read_text())) == {"help", "balance"}
     assert "ratio" in done.stdout
+
+
+def test_every_ablation_switch_reaches_the_mechanism_it_turns_off() -> None:
+    """Each mechanism the ablation switches off is still where the switch replaces it."""
+    ablation = benchmark("ablation")
+    for name, off, _, _ in ablation.MECHANISMS:
+        done = subprocess.run(
+            [sys.executable, "-c", "import sitecustomize"],
+            env={**os.environ, **off, "PYTHONPATH": str(ablation.HOOKS)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, f"{name}: {done.stderr[-2000:]}"
