@@ -378,8 +378,7 @@ def test_the_audit_log_refuses_update_and_delete_like_the_journal(
                 connection.execute(text(statement))
         finally:
             connection.rollback()
-            connection.close()
-            store.dialect.release(connection)
+            store.dialect.release(connection, committed=False)
     assert staff.audit(1).items[0]["action"] == "check"
 
 

@@ -46,7 +46,8 @@ class Dialect(Protocol):
 
     def connect(self, *, write: bool, bulk: bool = False) -> Connection:
         """A connection with a database transaction begun (``write`` takes the write lock
-        where the database has one; ``bulk``: see :meth:`ledger.stores.port.Store.unit_of_work`)."""
+        where the database has one; ``bulk``: see :meth:`ledger.stores.port.Store.unit_of_work`).
+        Ended by :meth:`release`, always."""
         ...
 
     def run(self, connection: Connection, sql: str, parameters: Sequence[Any] = ()) -> Any:
@@ -54,9 +55,11 @@ class Dialect(Protocol):
         cursor (or result) to fetch from. For the statements every commit runs."""
         ...
 
-    def release(self, connection: Connection) -> None:
-        """After the connection's unit of work ends: let go of what :meth:`connect` took
-        besides the database's own locks (SQLite's writer lock across processes)."""
+    def release(self, connection: Connection, *, committed: bool) -> None:
+        """End what :meth:`connect` began, its transaction committed or rolled back: the
+        database's own work after a commit (SQLite's copy of its log into the database), then
+        the connection closed and what :meth:`connect` took let go (SQLite's writer lock
+        across processes). Never raises for a commit that is already durable."""
         ...
 
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
@@ -70,25 +73,6 @@ class Dialect(Protocol):
     def check_deferred(self, connection: Connection) -> None:
         """Run now the checks the database would run at commit (deferred constraints), so that
         the event feed's counter lock, taken next, is held for no more than the commit."""
-        ...
-
-    def defer_checkpoint(self, connection: Connection) -> None:
-        """Before a huge write commits (a set-based close): keep the copy of its write-ahead
-        log into the database out of its commit, for :meth:`resume_checkpoints` to start after
-        it. SQLite's commit would otherwise copy a million-participant settle's log before it
-        returns; Postgres checkpoints on its own and does nothing here."""
-        ...
-
-    def resume_checkpoints(self, connection: Connection, committed: bool) -> None:
-        """End the unit of work's :meth:`defer_checkpoint`: the connection's commits copy the
-        log again as they did; when the huge write ``committed``, its copy starts now, beside
-        the caller (who answers meanwhile)."""
-        ...
-
-    def committed(self, connection: Connection) -> None:
-        """A write unit of work committed on ``connection`` (still held, its writer lock too).
-        SQLite hands the copy of the log into the database to a thread of its own, and may
-        finish that copy here; Postgres checkpoints on its own and does nothing."""
         ...
 
     def send_queued(self, connection: Connection) -> None:

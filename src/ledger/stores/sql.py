@@ -108,9 +108,7 @@ class SqlUnitOfWork:
         # for a dialect that may answer from them (SQLite); forgotten whenever they may no
         # longer hold.
         self._balances: BalanceMemo = {}
-        # A set-based close deferred the copy of its log into the database past the commit
-        # (Dialect.defer_checkpoint): resumed at commit, or when the unit of work ends.
-        self._checkpoint_deferred = False
+        self._committed = False
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -133,21 +131,8 @@ class SqlUnitOfWork:
         try:
             with contextlib.suppress(SQLAlchemyError):
                 connection.rollback()
-            if self._checkpoint_deferred:
-                self._resume_checkpoints(connection, committed=False)
-            with contextlib.suppress(SQLAlchemyError):
-                connection.close()
         finally:
-            self._dialect.release(connection)
-
-    def _resume_checkpoints(self, connection: Connection, *, committed: bool) -> None:
-        self._checkpoint_deferred = False
-        try:
-            self._dialect.resume_checkpoints(connection, committed)
-        except SQLAlchemyError:
-            # Committed already, or rolled back: nothing to answer for. But never back in the
-            # pool still deferring, or its commits would never copy the log again.
-            connection.invalidate()
+            self._dialect.release(connection, committed=self._committed)
 
     @property
     def connection(self) -> Connection:
@@ -168,10 +153,7 @@ class SqlUnitOfWork:
                 assert self._event_group is not None
                 feed.seal(self._conn, self._dialect, self._event_group, count)
             self._conn.commit()
-        if self._checkpoint_deferred:
-            self._resume_checkpoints(self._conn, committed=True)
-        elif self._write:
-            self._dialect.committed(self._conn)
+        self._committed = True
         self._event_group, self._event_count = None, 0
         self._balances.clear()
         if count:
@@ -262,14 +244,8 @@ class SqlUnitOfWork:
                 seen,
                 describe_users,
                 event_slots=self.event_slots,
-                defer_checkpoint=self._defer_checkpoint,
                 now=_now,
             )
-
-    def _defer_checkpoint(self) -> None:
-        if not self._checkpoint_deferred:
-            self._dialect.defer_checkpoint(self._conn)
-            self._checkpoint_deferred = True
 
     # --- transactions ---------------------------------------------------------------------------
 

@@ -39,13 +39,13 @@ def close_staged(
     describe_users: bool,
     *,
     event_slots: Callable[[int], tuple[int, int]],
-    defer_checkpoint: Callable[[], None],
     now: Callable[[], datetime],
 ) -> int | ClosingOutcome | None:
     """Close ``rows`` (within ``limit``: :func:`ledger.stores.closing.bound`) set-based.
 
-    ``event_slots`` and ``defer_checkpoint`` are the unit of work's (the checkpoint deferred
-    only once a close is sure to write), ``now`` its clock."""
+    ``event_slots`` is the unit of work's, ``now`` its clock. (A huge close runs in a bulk unit
+    of work, whose commit on SQLite leaves the copy of its log to a thread:
+    :meth:`ledger.stores.dialect.Dialect.release`.)"""
     repeats = closing.stage(connection, dialect, rows)
     # Two passes over the items that need no database, made while the database joins
     # them with their bets: the wait for Postgres's answer and SQLite's statements let
@@ -62,7 +62,6 @@ def close_staged(
     if not closing.within_bounds(connection, dialect, kind, limit, one_user_each, collected):
         closing.discard(connection)
         return None
-    defer_checkpoint()
     outcome = closing.write(
         connection,
         dialect,

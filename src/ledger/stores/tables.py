@@ -39,11 +39,10 @@ class SideTables:
         """One transaction, committed when the block ends without an error."""
         with self._store.translate_errors():
             connection = self._store.dialect.connect(write=write)
+            committed = False
             try:
                 yield connection
                 connection.commit()
+                committed = True
             finally:
-                try:
-                    connection.close()
-                finally:
-                    self._store.dialect.release(connection)
+                self._store.dialect.release(connection, committed=committed)

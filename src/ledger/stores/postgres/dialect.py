@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -94,17 +95,11 @@ class PostgresDialect:
         # With whatever is queued, in one round trip (the counter's update: with SET CONSTRAINTS).
         return pipeline.run(connection, sql, tuple(parameters))
 
-    def release(self, connection: Connection) -> None:
-        return None  # Postgres locks rows, and its locks end with the transaction
-
-    def defer_checkpoint(self, connection: Connection) -> None:
-        return None  # the checkpointer process copies the log, never a commit
-
-    def resume_checkpoints(self, connection: Connection, committed: bool) -> None:
-        return None
-
-    def committed(self, connection: Connection) -> None:
-        return None
+    def release(self, connection: Connection, *, committed: bool) -> None:
+        # Postgres locks rows, and its locks end with the transaction; its checkpointer process
+        # copies the log, never a commit.
+        with contextlib.suppress(SQLAlchemyError):
+            connection.close()
 
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
         return self._ids["transaction_ids"].take(connection, count)

@@ -32,17 +32,17 @@ CHECKPOINT_INTERVAL = 3.0
 class Checkpointer:
     """Copies the write-ahead log into the database on a thread of its own, beside the writers.
 
-    Asked after every write commit (:meth:`SqliteDialect.committed`), and after a huge write
-    committed with its checkpoint deferred (:meth:`SqliteDialect.defer_checkpoint`). A pass
-    starts at once if the last one began :attr:`interval` seconds ago or more, else when it
-    has; requests meanwhile make one pass. A pass is PASSIVE: it copies what no reader still
-    needs and waits for nobody, while writers append to the log as usual; it goes again (up to
-    :data:`PASSES` times) while the log grew during it, each round shorter. The log starts over
-    only when a writer begins with all of it in the database, which under steady writes a pass
-    cannot arrange: so once a pass is done, :meth:`caught_up` tells the next writer to copy
-    the rest itself, just after its commit (:meth:`SqliteDialect.committed`). What a pass
-    leaves (a reader held an old snapshot; an error) is copied by the next one, or at worst by
-    a commit's automatic checkpoint past :data:`AUTOCHECKPOINT_PAGES`."""
+    Asked after every write commit and after a huge write committed with its checkpoint deferred
+    (a bulk unit of work), both by :meth:`SqliteDialect.release`. A pass starts at once if the
+    last one began :attr:`interval` seconds ago or more, else when it has; requests meanwhile
+    make one pass. A pass is PASSIVE: it copies what no reader still needs and waits for nobody,
+    while writers append to the log as usual; it goes again (up to :data:`PASSES` times) while
+    the log grew during it, each round shorter. The log starts over only when a writer begins
+    with all of it in the database, which under steady writes a pass cannot arrange: so once a
+    pass is done, :meth:`caught_up` tells the next writer to copy the rest itself, just after
+    its commit (:meth:`SqliteDialect.release`). What a pass leaves (a reader held an old
+    snapshot; an error) is copied by the next one, or at worst by a commit's automatic
+    checkpoint past :data:`AUTOCHECKPOINT_PAGES`."""
 
     PASSES = 3
 

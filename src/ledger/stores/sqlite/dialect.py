@@ -3,6 +3,7 @@ added in Python under the single writer's lock (amounts beyond 64 bits are exact
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -49,9 +50,9 @@ class SqliteDialect:
         self._engine = engine
         self._lock = lock
         self._checkpointer = checkpointer
-        # The writer lock's descriptor of each open writing connection (by identity: a closed
-        # Connection no longer reaches its DBAPI connection's info).
-        self._held: dict[int, int] = {}
+        # Each open writing connection (by identity: a closed Connection no longer reaches
+        # its DBAPI connection's info): the writer lock's descriptor, and whether it is bulk.
+        self._writes: dict[int, tuple[int | None, bool]] = {}
 
     def connect(self, *, write: bool, bulk: bool = False) -> Connection:
         held = self._lock.acquire() if write and self._lock is not None else None
@@ -71,6 +72,13 @@ class SqliteDialect:
                     ledger_temp="MEMORY" if write and not bulk else "DEFAULT",
                 )
                 connection.begin()
+                if write and bulk:
+                    # A huge close's commit leaves hundreds of megabytes of log; with the
+                    # automatic checkpoint it copied them into the database before it returned:
+                    # 1.76 -> 0.91 s of commit at a million (benchmarks/settle_split.py). The
+                    # copy starts beside the caller after it (release). Durability is the log's,
+                    # synced at commit either way.
+                    _run(connection, "PRAGMA wal_autocheckpoint=0")
             except BaseException:
                 connection.close()
                 raise
@@ -78,32 +86,40 @@ class SqliteDialect:
             if held is not None:
                 os.close(held)
             raise
-        if held is not None:
-            self._held[id(connection)] = held
+        if write:
+            self._writes[id(connection)] = (held, bulk)
         return connection
 
     def run(self, connection: Connection, sql: str, parameters: Sequence[Any] = ()) -> Any:
         return _run(connection, sql, parameters)
 
-    def release(self, connection: Connection) -> None:
-        held = self._held.pop(id(connection), None)
-        if held is not None:
-            os.close(held)  # closing the descriptor drops its flock
+    def release(self, connection: Connection, *, committed: bool) -> None:
+        held, bulk = self._writes.pop(id(connection), (None, None))
+        try:
+            if bulk:
+                self._resume_checkpoints(connection, committed)
+            elif bulk is not None and committed:
+                self._after_commit(connection)
+        finally:
+            with contextlib.suppress(SQLAlchemyError):
+                connection.close()
+            if held is not None:
+                os.close(held)  # closing the descriptor drops its flock
 
-    def defer_checkpoint(self, connection: Connection) -> None:
-        # The commit of a settle of a million participants leaves hundreds of megabytes of
-        # log; with the default automatic checkpoint it copied them into the database before
-        # it returned: 1.76 -> 0.91 s of commit (benchmarks/settle_split.py). Durability is
-        # the log's, synced at commit either way.
-        _run(connection, "PRAGMA wal_autocheckpoint=0")
-
-    def resume_checkpoints(self, connection: Connection, committed: bool) -> None:
-        # Back to the default before the connection returns to the pool.
-        _run(connection, f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
+    def _resume_checkpoints(self, connection: Connection, committed: bool) -> None:
+        """After a bulk unit of work: automatic checkpoints as before, and (committed) the copy
+        of its log started by the checkpointer's thread."""
+        try:
+            _run(connection, f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
+        except SQLAlchemyError:
+            # Never back in the pool still deferring, or its commits would never copy the log.
+            connection.invalidate()
         if committed:
             self._checkpointer.request()
 
-    def committed(self, connection: Connection) -> None:
+    def _after_commit(self, connection: Connection) -> None:
+        """A write committed on ``connection``, its writer lock still held: the copy of the log
+        into the database is the checkpointer thread's, and may be finished here."""
         if self._checkpointer.caught_up():
             # The checkpointer's pass copied the log as it was when the pass began; this copies
             # what was written since (a few commits' pages), under the writer lock still held,
