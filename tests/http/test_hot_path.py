@@ -27,9 +27,10 @@ import pytest
 from litestar import Litestar
 from litestar.exceptions import HTTPException
 
+import ledger.http.asgi_request
 import ledger.http.callbacks
 from ledger.errors import InvalidRequest
-from ledger.http.callbacks import _body, _headers, _text
+from ledger.http.asgi_request import header_text, headers_of, read_body
 from ledger.http.logs import JsonLinesHandler, log_json
 from ledger.http.runtime import LoopFutures, Metrics
 from support.httpkit import PLACE, SETTLE, Wallet, dumps, headers, serve
@@ -317,7 +318,7 @@ def messages(*items: dict[str, Any]) -> Callable[[], Awaitable[dict[str, Any]]]:
 def read(
     receive: Callable[[], Awaitable[dict[str, Any]]], announced: bytes | None = None
 ) -> bytes | bytearray:
-    return asyncio.run(_body(receive, announced, 10))  # type: ignore[arg-type]
+    return asyncio.run(read_body(receive, announced, 10))  # type: ignore[arg-type]
 
 
 def test_a_body_sent_in_chunks_is_read_whole() -> None:
@@ -354,7 +355,7 @@ def test_a_body_over_the_limit_is_413_whether_announced_or_only_received() -> No
 def test_a_large_announced_body_is_received_whole_into_one_buffer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(ledger.http.callbacks, "ONE_BUFFER", 4)
+    monkeypatch.setattr(ledger.http.asgi_request, "ONE_BUFFER", 4)
     receive = messages(
         {"type": "http.request", "body": b"12345", "more_body": True},
         {"type": "http.request", "body": b"", "more_body": True},
@@ -368,7 +369,7 @@ def test_a_large_announced_body_is_received_whole_into_one_buffer(
 def test_a_large_announced_body_keeps_the_rules_of_a_chunked_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(ledger.http.callbacks, "ONE_BUFFER", 4)
+    monkeypatch.setattr(ledger.http.asgi_request, "ONE_BUFFER", 4)
     hung_up = messages(
         {"type": "http.request", "body": b"12345", "more_body": True},
         {"type": "http.disconnect"},
@@ -391,7 +392,7 @@ def test_a_settle_body_over_a_megabyte_is_received_and_applied(tmp_path: Path) -
         wallet.deposit("u1", "100.00")
         assert wallet.place(place(entry(1))).status_code == 200
         # Whitespace after the JSON value is valid JSON: a body past the one-buffer threshold.
-        body = dumps(settle(7, (1, "5.00"))) + b" " * (ledger.http.callbacks.ONE_BUFFER + 1)
+        body = dumps(settle(7, (1, "5.00"))) + b" " * (ledger.http.asgi_request.ONE_BUFFER + 1)
         answer = client.post("/winners", content=body, headers=headers(SETTLE))
         assert answer.status_code == 200, answer.text
         assert answer.json() == {"closed": 1, "unchanged": 0}
@@ -399,7 +400,7 @@ def test_a_settle_body_over_a_megabyte_is_received_and_applied(tmp_path: Path) -
 
 
 def test_headers_are_read_by_lower_case_name_and_the_first_of_repeated_ones_counts() -> None:
-    headers = _headers(
+    headers = headers_of(
         [
             (b"X-Forwarded-For", b"10.0.0.1"),
             (b"x-forwarded-for", b"10.0.0.2"),
@@ -407,8 +408,8 @@ def test_headers_are_read_by_lower_case_name_and_the_first_of_repeated_ones_coun
         ]
     )
     assert headers == {b"x-forwarded-for": b"10.0.0.1", b"authorization": b"Bearer x"}
-    assert _text(headers, b"authorization") == "Bearer x"
-    assert _text(headers, b"x-request-id") is None
+    assert header_text(headers, b"authorization") == "Bearer x"
+    assert header_text(headers, b"x-request-id") is None
 
 
 # --- the callbacks before Litestar's router ------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ledger.http.errors import _HTTP_KEYS
+from ledger.http.errors import HTTP_KEYS
 from ledger.http.openapi import ERRORS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ REJECT = re.compile(r"_reject\(\"([a-z_]+)\"")
 
 
 def keys_in_the_code() -> set[str]:
-    keys = set(ERRORS) | set(_HTTP_KEYS.values()) | {"internal"}
+    keys = set(ERRORS) | set(HTTP_KEYS.values()) | {"internal"}
     for path in SOURCES:
         text = path.read_text()
         for pattern in PATTERNS:

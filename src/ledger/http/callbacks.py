@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,8 +23,7 @@ from typing import Any, cast
 
 import msgspec
 from litestar import Request, post
-from litestar.exceptions import ClientException, HTTPException
-from litestar.exceptions.http_exceptions import RequestEntityTooLarge
+from litestar.exceptions import HTTPException
 from litestar.handlers import HTTPRouteHandler
 from litestar.response.base import ASGIResponse
 from litestar.types import ASGIApp, Receive, Scope, Send
@@ -46,6 +45,7 @@ from ..domain import ClosedBets, PlacedBets
 from ..errors import InvalidRequest, LedgerError, StoreBusy, UnsupportedMediaType
 from ..service import Ledger
 from ..storable import storable
+from .asgi_request import header_text, headers_of, read_body
 from .auth import authenticate, client_address, require_address, require_role
 from .errors import http_error_key, send_error
 from .logs import log_json
@@ -68,11 +68,6 @@ LOGGED_UIDS = 20
 # error message up to LOGGED_MESSAGE: a 16 MB header was once written whole into the log line.
 REQUEST_ID_MAX = 255
 LOGGED_MESSAGE = 500
-
-# A body announced larger than this is received into one buffer of its size rather than kept as
-# chunks and joined: a million-participant settle (288 MB) was held twice, 70,000 more pages that
-# the kernel had to fault in and clear (0.5 to 1 s of a Postgres million's server CPU).
-ONE_BUFFER = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -232,15 +227,17 @@ async def _deliver(
     settings = runtime.settings
     metrics = runtime.metrics
     started = time.perf_counter()
-    headers = _headers(scope["headers"])
-    header = _text(headers, b"x-callback-event")
+    headers = headers_of(scope["headers"])
+    header = header_text(headers, b"x-callback-event")
     event = header if header in callback.events else callback.events[0]
     peer = scope.get("client")
     address = client_address(
-        peer[0] if peer else None, _text(headers, b"x-forwarded-for"), settings.trusted_proxies
+        peer[0] if peer else None,
+        header_text(headers, b"x-forwarded-for"),
+        settings.trusted_proxies,
     )
     ip = str(address) if address else None
-    request_id = _text(headers, b"x-request-id")
+    request_id = header_text(headers, b"x-request-id")
     if request_id is not None:
         request_id = storable(request_id[:REQUEST_ID_MAX])
     status, outcome, message = 500, "internal", ""
@@ -250,18 +247,18 @@ async def _deliver(
     metrics.in_progress.inc()
     try:
         require_address(address, settings.allowed_ips)
-        caller = authenticate(_text(headers, b"authorization"), settings)
+        caller = authenticate(header_text(headers, b"authorization"), settings)
         authenticated = True
         delivery = delivery.caller(caller.client, caller.subject)
         require_role(caller, callback.roles, need_subject=callback.need_subject)
-        require_json(_text(headers, b"content-type"))
+        require_json(header_text(headers, b"content-type"))
         if header is not None and header not in callback.events:
             raise InvalidRequest(
                 f"X-Callback-Event {header[:64]!r} does not belong on {callback.path} "
                 f"(expected {' or '.join(callback.events)})",
                 key="request.wrong_event",
             )
-        body = await _body(receive, headers.get(b"content-length"), settings.max_body_bytes)
+        body = await read_body(receive, headers.get(b"content-length"), settings.max_body_bytes)
         ledger = runtime.opened()
         if ledger is None:
             # The database was down when last tried. Bad input is still a 400 (a 503 would make
@@ -353,82 +350,6 @@ class _JsonAnswer(ASGIResponse):
             }
         )
         await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-# The request is read from the ASGI scope and ``receive`` directly: Litestar's ``Request.headers``
-# builds a case-insensitive multidict of every header on each access and ``Request.body`` runs a
-# generator per chunk, together a sixth of a Place Bet's time on the event loop.
-
-
-def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
-    """The request's headers by lower-case name; the first of repeated ones, as Litestar's."""
-    headers: dict[bytes, bytes] = {}
-    for name, value in raw:
-        headers.setdefault(name.lower(), value)
-    return headers
-
-
-def _text(headers: dict[bytes, bytes], name: bytes) -> str | None:
-    value = headers.get(name)
-    return None if value is None else value.decode("latin-1")
-
-
-async def _body(receive: Receive, announced: bytes | None, limit: int) -> bytes | bytearray:
-    """The whole body: 413 over ``limit`` (announced or received), 400 when the client leaves."""
-    if announced is not None:
-        try:
-            length = int(announced)
-        except ValueError:
-            raise ClientException(f"Invalid content-length: {announced!r}") from None
-        if length > limit:
-            raise RequestEntityTooLarge
-        if length > ONE_BUFFER:
-            return await _body_into(receive, length)
-    chunks: list[bytes] = []
-    received = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.request":
-            chunk = message.get("body", b"")
-            if chunk:
-                received += len(chunk)
-                if received > limit:
-                    raise RequestEntityTooLarge
-                chunks.append(chunk)
-            if not message.get("more_body", False):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        elif message["type"] == "http.disconnect":
-            raise _incomplete()
-
-
-async def _body_into(receive: Receive, length: int) -> bytearray:
-    """A large body of announced ``length``, received into one buffer of that size (the server
-    delivers no more than the announced length; more would be refused as too large)."""
-    buffer = bytearray(length)
-    filled = 0
-    with memoryview(buffer) as view:
-        while True:
-            message = await receive()
-            if message["type"] == "http.request":
-                chunk = message.get("body", b"")
-                end = filled + len(chunk)
-                if end > length:
-                    raise RequestEntityTooLarge
-                view[filled:end] = chunk
-                filled = end
-                if not message.get("more_body", False):
-                    break
-            elif message["type"] == "http.disconnect":
-                raise _incomplete()
-    del buffer[filled:]
-    return buffer
-
-
-def _incomplete() -> InvalidRequest:
-    # The client hung up mid-body: bad input, not our fault.
-    return InvalidRequest(
-        "the client disconnected before sending the whole body", key="request.incomplete"
-    )
 
 
 def _record_refusal(runtime: Runtime, record: DeliveryRecord) -> None:

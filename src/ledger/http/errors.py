@@ -21,12 +21,12 @@ from litestar.types import ExceptionHandlersMap, Receive, Scope, Send
 
 from ..errors import LedgerError
 
-__all__ = ["EXCEPTION_HANDLERS", "error_body", "http_error_key", "send_error"]
+__all__ = ["EXCEPTION_HANDLERS", "HTTP_KEYS", "error_body", "http_error_key", "send_error"]
 
 log = logging.getLogger("ledger.server")
 
 # Keys for Litestar's HTTP exceptions, by status.
-_HTTP_KEYS = {
+HTTP_KEYS = {
     400: "request.invalid",
     401: "auth.invalid_token",
     403: "auth.forbidden",
@@ -45,7 +45,7 @@ def error_body(key: str, message: str) -> dict[str, str]:
 
 def http_error_key(status: int) -> str:
     """The error key for a Litestar :class:`HTTPException` of ``status``."""
-    return _HTTP_KEYS.get(status, "internal" if status >= 500 else f"http.{status}")
+    return HTTP_KEYS.get(status, "internal" if status >= 500 else f"http.{status}")
 
 
 def _ledger_error(_request: Request[Any, Any, Any], exc: LedgerError) -> Response[Any]:

@@ -4,7 +4,8 @@
 - :mod:`.payloads`: full callback payloads per contract section 2;
 - :mod:`.scenarios`: the validator's checks; :mod:`.token`: the token check;
 - :mod:`.simulator`: a seeded platform day, reconciled against the wallet's books;
-- :mod:`.ticket_api`: the simulated platform's ticket administration API;
+- :mod:`.ticket_api`: the simulated platform's ticket administration API (its tickets in
+  :mod:`.ticket_store`, served by :mod:`.server_thread`);
 - :mod:`.admin_client`: a client for our server's operator API;
 - :mod:`.tickets`: a client for the platform's ticket administration (contract 4.2).
 """
