@@ -9,6 +9,8 @@ from __future__ import annotations
 from ..platform import CallbackEvent
 from .base import UNAFFORDABLE, D, Scenario
 
+__all__ = ["AllOrNothingChecks"]
+
 
 class AllOrNothingChecks(Scenario):
     """A request refused in part is refused whole."""

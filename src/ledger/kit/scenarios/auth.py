@@ -10,6 +10,8 @@ from ...tokens import sign_token
 from ..platform import CallbackEvent
 from .base import AUTH_STATUSES, D, Scenario
 
+__all__ = ["AuthChecks"]
+
 
 class AuthChecks(Scenario):
     """The checks of the callbacks' tokens."""

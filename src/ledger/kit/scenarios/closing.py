@@ -12,6 +12,8 @@ from ..payloads import Entry, Tournament
 from ..platform import CallbackEvent
 from .base import D, Scenario
 
+__all__ = ["ClosingChecks"]
+
 
 class ClosingChecks(Scenario):
     """The checks of Refund Bet, Refund Tournament and Settle."""

@@ -14,6 +14,8 @@ from ..platform import CallbackEvent
 from .base import FUNDING, ZERO_BOOKS, D, Scenario
 from .report import CheckResult
 
+__all__ = ["Housekeeping"]
+
 
 class Housekeeping(Scenario):
     """Reaching the wallet, sweeping, funding and cleaning up."""

@@ -15,6 +15,8 @@ from ..platform import CallbackEvent
 from .base import D, Scenario
 from .report import is_error_key
 
+__all__ = ["PlacingChecks"]
+
 
 class PlacingChecks(Scenario):
     """The checks of Place Bet."""

@@ -14,6 +14,8 @@ from typing import Any
 from ..platform import CallbackEvent, Delivery
 from .base import D, Scenario
 
+__all__ = ["ToleranceChecks"]
+
 
 class ToleranceChecks(Scenario):
     """Unknown fields and concurrent duplicates."""

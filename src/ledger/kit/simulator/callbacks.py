@@ -19,12 +19,9 @@ from ..admin_client import Books
 from ..payloads import Result, Tournament
 from ..platform import CallbackEvent
 from .deliveries import Deliveries
-from .model import (
-    CENT,
-    D,
-    SimBet,
-    convert,
-)
+from .model import CENT, D, SimBet, convert
+
+__all__ = ["Callbacks"]
 
 
 class Callbacks(Deliveries):

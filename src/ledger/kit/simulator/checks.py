@@ -19,12 +19,10 @@ from ...errors import LedgerError
 from ..admin_client import Books
 from ..payloads import Player
 from ..tickets import TicketError
-from .model import (
-    ZERO,
-    D,
-    SimBet,
-)
+from .model import ZERO, D, SimBet
 from .state import DayState
+
+__all__ = ["RECORD_COLUMNS", "Checks", "write_platform_record"]
 
 
 class Checks(DayState):

@@ -20,16 +20,10 @@ from ..cleanup import Cleaner
 from ..payloads import Entry, Player, Tournament
 from .callbacks import Callbacks
 from .checks import Checks
-from .model import (
-    BUY_INS,
-    CENT,
-    GAME_TYPES,
-    ZERO_BOOKS,
-    D,
-    SimBet,
-    convert,
-)
+from .model import BUY_INS, CENT, GAME_TYPES, ZERO_BOOKS, D, SimBet, convert
 from .report import SimulationReport
+
+__all__ = ["Simulator"]
 
 
 class Simulator(Callbacks, Checks):

@@ -14,11 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..platform import CallbackEvent, Delivery
-from .model import (
-    FAULTS,
-    MAX_ATTEMPTS,
-)
+from .model import FAULTS, MAX_ATTEMPTS
 from .state import DayState
+
+__all__ = ["Deliveries"]
 
 
 class Deliveries(DayState):
