@@ -135,6 +135,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "ledger.contract",
             "ledger.domain",
+            "ledger.integrity",
             "ledger.deliveries",
             "ledger.directory",
             "ledger.events",
