@@ -4,6 +4,10 @@ references.
 Nothing here runs at import time: the fork hook is installed by the first reference drawn, the
 collector is paused only while a huge request runs, and the heap is frozen only by the server
 that owns the process (``ledger serve``), once started.
+
+Invariant: the collector is enabled again when the last huge request running ends, whatever
+happened in it; a reference is unique and unguessable (80 random bits within its millisecond,
+in every process). Tested by tests/unit/test_process.py and tests/unit/test_references.py.
 """
 
 from __future__ import annotations

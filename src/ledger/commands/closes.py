@@ -29,7 +29,7 @@ from ..money import to_minor
 from ..stores import Staged, UnitOfWork
 from ..writer.port import Single
 from . import chunks
-from .places import _journal, _record_seen, _request_id
+from .recording import journal, record_seen, request_id
 
 log = logging.getLogger("ledger.writer")
 
@@ -48,7 +48,7 @@ def _write_closing(uow: UnitOfWork, decision: CloseDecision, delivery: Delivery 
     if decision.transaction is not None:
         uow.post([decision.transaction])
     # Only the bets closed now: a re-sent refund or settle closes nothing and says nothing.
-    uow.append_events(events.closed_rows(decision.bets, _request_id(delivery)))
+    uow.append_events(events.closed_rows(decision.bets, request_id(delivery)))
     for note in decision.notes:
         # What the platform said of a bet that differs from the record: worth a look, not used.
         log.warning("%s", note)
@@ -372,8 +372,8 @@ def _close(
             closed += decision.answer.closed
             unchanged += decision.answer.unchanged
         result = ClosedBets(closed, unchanged)
-        _record_seen(uow, seen)
-    _journal(uow, [(delivery, result)])
+        record_seen(uow, seen)
+    journal(uow, [(delivery, result)])
     return result
 
 
@@ -394,7 +394,7 @@ def _close_set(
     if rows is None:
         return None
     outcome = uow.close_staged(
-        closing.kind, rows, closing.key, chunks.CHUNK, _request_id(delivery), seen, describe_users
+        closing.kind, rows, closing.key, chunks.CHUNK, request_id(delivery), seen, describe_users
     )
     if outcome is None:
         return None

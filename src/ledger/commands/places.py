@@ -14,10 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import directory, domain, events
-from ..deliveries import Delivery, answered_uids
+from ..deliveries import Delivery
 from ..directory import NOTHING_SEEN, Seen, TournamentSeen, UserSeen
 from ..domain import (
-    ClosedBets,
     Entry,
     PlacedBets,
     PlaceDecision,
@@ -28,6 +27,7 @@ from ..stores import UnitOfWork
 from ..writer import pipe
 from ..writer.port import Single
 from . import chunks
+from .recording import journal, record_seen, request_id
 
 log = logging.getLogger("ledger.writer")
 
@@ -67,8 +67,8 @@ class PlaceBets(Single):
             answers.append(decision.answer)
         placed = domain.merge_placements(answers)
         # After the decisions: a refused request records nothing (its unit is rolled back).
-        _record_seen(uow, self.seen)
-        _journal(uow, [(self.delivery, placed)])
+        record_seen(uow, self.seen)
+        journal(uow, [(self.delivery, placed)])
         return placed
 
     def apply_group(self, uow: UnitOfWork, group: Sequence[Any]) -> list[PlacedBets | LedgerError]:
@@ -95,9 +95,9 @@ class PlaceBets(Single):
             if not isinstance(outcome, LedgerError)
         ]
         # One upsert per table for the whole group, of the requests that were not refused.
-        _record_seen(uow, directory.merge(command.seen for command, _ in accepted))
+        record_seen(uow, directory.merge(command.seen for command, _ in accepted))
         # Only the accepted ones are journalled here; refusals are recorded after the fact.
-        _journal(uow, [(command.delivery, outcome) for command, outcome in accepted])
+        journal(uow, [(command.delivery, outcome) for command, outcome in accepted])
         return outcomes
 
 
@@ -127,33 +127,9 @@ def _write_places(
         [
             row
             for decision, delivery in decisions
-            for row in events.placed_rows(decision.bets, _request_id(delivery))
+            for row in events.placed_rows(decision.bets, request_id(delivery))
         ]
     )
-
-
-def _request_id(delivery: Delivery | None) -> str | None:
-    return None if delivery is None else delivery.request_id
-
-
-def _journal(
-    uow: UnitOfWork, answered: Sequence[tuple[Delivery | None, PlacedBets | ClosedBets]]
-) -> None:
-    """Write the 200 journal rows of accepted deliveries, in the transaction of their effects:
-    so a committed effect always has its row, and no row claims an effect that did not commit.
-    Their duration is measured up to here; the commit that follows is not in it."""
-    records = [
-        delivery.record(200, None, answered_uids(result))
-        for delivery, result in answered
-        if delivery is not None
-    ]
-    if records:
-        uow.record_deliveries(records)
-
-
-def _record_seen(uow: UnitOfWork, seen: Seen) -> None:
-    if seen:
-        uow.record_seen(seen)
 
 
 # --- crossing to the writer process (ledger.writer.pipe) -----------------------------------------

@@ -8,6 +8,9 @@ a client like the platform's, two wake-ups to read one answer. Under benchmark (
 writes. Here the head waits for the body's first write, which takes it along; a head with no
 body in the same turn of the event loop (a streamed or long-polled answer, a 100 Continue)
 goes out alone at the end of that turn, as before. Nothing else of uvicorn's changes.
+
+Invariant: the bytes on the wire, and their order, are uvicorn's; only how many writes carry
+them changes. Tested by tests/http/test_http_protocol.py.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ for ``max_wait`` seconds, a new command is refused at once with 503 ``store.busy
 
 Invariant: a command is answered only after the transaction holding its writes committed, and a
 command's failure rolls back its own writes only (its savepoint), except in a batch's first run,
-which has none: there a failure rolls the unit back and what is left is applied again.
+which has none: there a failure rolls the unit back and what is left is applied again. Tested
+by tests/service/test_group_commit.py and, without a database, tests/unit/test_writer_rules.py.
 """
 
 from __future__ import annotations

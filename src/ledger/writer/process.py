@@ -22,7 +22,7 @@ The first child starts with the writer, and opening waits until it has imported 
 database (:data:`START_TIMEOUT`): a server is ready when it says so, its first Place Bet does not
 pay for an interpreter's start-up, and a restart after a crash takes traffic at once.
 
-Here, the front the service holds: invariant, a command that is not batched never leaves the
+Here, the front the service holds. Invariant: a command that is not batched never leaves the
 server's own writer, and after :meth:`ProcessWriter.close` nothing more is sent. The child's side
 is :mod:`.child`, the server's side of one child :mod:`.child_link`, how batches are cut
 :mod:`.batches`, what crosses the pipe :mod:`.pipe`. Proved by

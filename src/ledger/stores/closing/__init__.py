@@ -17,6 +17,9 @@ The domain stays the specification: the writer asks it for the error of the firs
 (so every error is the domain's own), and a property test runs random requests through both
 paths (``tests/stores/test_set_based.py``).
 
+Invariant: a set-based close answers, refuses and writes exactly what the domain would, or
+declines and leaves the request to the domain.
+
 Money stays exact on SQLite, whose ``+`` turns a sum past 64 bits into an inexact REAL: every
 amount and balance the statements add is checked first to lie within a bound that no sum of the
 request can pass (:func:`within_bounds`); a request beyond it is decided by the domain, in

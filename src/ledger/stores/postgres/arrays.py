@@ -1,4 +1,8 @@
-"""Bulk arrays of a known element type, dumped in binary without psycopg looking at each element."""
+"""Bulk arrays of a known element type, dumped in binary without psycopg looking at each element.
+
+Invariant: every value reaches Postgres as it would bound one row at a time (text with NULL
+and non-ASCII, empty arrays, bigint extremes, 38-digit numerics, timestamps). Tested by
+tests/stores/test_postgres_batching.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Ids drawn from a sequence a block at a time, so that a batch costs no round trip per id."""
+"""Ids drawn from a sequence a block at a time, so that a batch costs no round trip per id.
+
+Invariant: no id is handed out twice, across processes and after a database error (a fresh
+block then); ids need not be consecutive nor follow commit order. Tested by
+tests/stores/test_postgres_batching.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """A decision's reads in one round trip (the accounts locked, then the bets), and the writes of
-balances the unit of work locked and follows (:class:`~ledger.stores.dialect.BalanceMemo`)."""
+balances the unit of work locked and follows (:class:`~ledger.stores.dialect.BalanceMemo`).
+
+Invariant: a balance is computed in Python only from a value this transaction read under its
+own row lock (``FOR UPDATE``, in key order); any other is written by the plain statement.
+Tested by tests/stores/test_balance_memo.py and tests/stores/test_postgres_batching.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
 """Statements sent together: writes held back and sent with the next statement or the COMMIT,
-in one round trip (psycopg's pipeline mode)."""
+in one round trip (psycopg's pipeline mode).
+
+Invariant: a held write reaches the server before any later statement of its transaction runs,
+and at the latest with the COMMIT; a failure among held writes fails that statement or the
+commit, never passes as a success. Tested by tests/stores/test_postgres_batching.py."""
 
 from __future__ import annotations
 

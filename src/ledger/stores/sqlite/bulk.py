@@ -1,4 +1,8 @@
-"""SQLite's bulk inserts as multi-row INSERTs, cut to what one statement may bind."""
+"""SQLite's bulk inserts as multi-row INSERTs, cut to what one statement may bind.
+
+Invariant: the rows written, and their order, are those of one INSERT per row; no statement
+binds more parameters than the connection allows. Tested by
+tests/stores/test_sqlite_multi_row.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""The copy of SQLite's log into the database, on a thread of its own (:class:`Checkpointer`)."""
+"""The copy of SQLite's log into the database, on a thread of its own (:class:`Checkpointer`).
+
+Invariant: durability is the log's, synced at every commit, whoever copies it and when; a pass
+never makes a writer wait, and what one pass leaves the next (or, at worst, a commit's automatic
+checkpoint) copies. Tested by tests/stores/test_sqlite_checkpoints.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""``ledger_sum``: the exact aggregate every SQLite connection gets, for amounts beyond 64 bits."""
+"""``ledger_sum``: the exact aggregate every SQLite connection gets, for amounts beyond 64 bits.
+
+Invariant: the sum of any stored amounts is exact, never a REAL. Tested by
+tests/stores/test_capacity.py."""
 
 from __future__ import annotations
 

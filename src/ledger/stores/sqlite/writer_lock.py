@@ -1,5 +1,9 @@
 """SQLite's writer lock across processes: an ``flock`` on ``<db>-writer``, taken before
-``BEGIN IMMEDIATE``."""
+``BEGIN IMMEDIATE``.
+
+Invariant: at most one process's writer is between its ``BEGIN IMMEDIATE`` and the end of its
+transaction, and the lock is let go on every path (:meth:`SqliteDialect.release`). Tested by
+tests/stores/test_sqlite_writer_lock.py."""
 
 from __future__ import annotations
 
