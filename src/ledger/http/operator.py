@@ -44,7 +44,7 @@ from .callbacks import require_json
 from .console.audit import audit_answer
 from .filenames import attachment
 from .logs import fingerprint, iso_utc
-from .openapi import OPERATOR_SECURITY, operator_docs
+from .openapi import DELIVERIES, OPERATOR_SECURITY, operator_docs
 from .params import parse_id
 from .runtime import Runtime
 from .slashes import decode_params
@@ -286,7 +286,7 @@ def operator_router(runtime: Runtime) -> Router:
     @get(
         "/deliveries",
         summary="The callback delivery journal, newest first, paginated (or all of it as CSV)",
-        **operator_docs("request.invalid"),
+        **operator_docs("request.invalid", success=DELIVERIES),
     )
     async def deliveries(
         request_id: Annotated[str | None, QueryParameter(description="X-Request-Id")] = None,
