@@ -30,7 +30,8 @@ async def audit_answer(
     after: str | None,
     format: str,
 ) -> Response[Any]:
-    """One page as ``{"items", "next"}``, or with ``format=csv`` every entry as CSV.
+    """One page as ``{"audit", "next"}`` (the list named by its path, as every list), or with
+    ``format=csv`` every entry as CSV.
 
     An export is itself audited, as made by ``token:<fingerprint>`` of the bearer token (the
     fingerprint the operator log prints, never the token).
@@ -55,4 +56,4 @@ async def audit_answer(
     if format != "json":
         raise InvalidRequest("format must be json or csv")
     page = await runtime.call(lambda ledger: Operators(ledger.store).audit(limit, after, action))
-    return Response({"items": page.items, "next": page.next})
+    return Response({"audit": page.items, "next": page.next})
