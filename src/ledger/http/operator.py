@@ -42,7 +42,7 @@ from ..views import Balance, HoldView, Movement, StatementLine
 from .auth import check_operator, client_address
 from .callbacks import require_json
 from .console.audit import audit_answer
-from .filenames import attachment
+from .filenames import CSV, attachment
 from .logs import fingerprint, iso_utc
 from .openapi import DELIVERIES, OPERATOR_SECURITY, operator_docs
 from .params import parse_id
@@ -319,7 +319,7 @@ def operator_router(runtime: Runtime) -> Router:
             lines = csv_lines(map(views.delivery_dict, rows), views.DELIVERY_COLUMNS)
             return Stream(
                 lines,
-                media_type="text/csv; charset=utf-8",
+                media_type=CSV,
                 headers={"Content-Disposition": 'attachment; filename="deliveries.csv"'},
             )
         size = DEFAULT_LIMIT if limit in (None, "") else parse_id(limit, "limit")
@@ -625,7 +625,6 @@ def _csv_stream(
 
     return _CsvStream(
         chunks(),
-        # Litestar appends "; charset=utf-8" to text/* types itself.
-        media_type="text/csv",
+        media_type=CSV,
         headers={"Content-Disposition": attachment(filename)},
     )

@@ -16,6 +16,7 @@ from ...errors import InvalidRequest
 from ...operators import Operators
 from ...service import Ledger
 from ..auth import request_address
+from ..filenames import CSV
 from ..logs import fingerprint
 from ..runtime import Runtime
 
@@ -50,7 +51,7 @@ async def audit_answer(
         lines = await runtime.call(export)
         return Stream(
             lines,
-            media_type="text/csv; charset=utf-8",
+            media_type=CSV,
             headers={"content-disposition": 'attachment; filename="audit.csv"'},
         )
     if format != "json":
