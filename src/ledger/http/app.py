@@ -23,7 +23,6 @@ from .ops import ops_handlers
 from .runtime import Runtime
 from .slashes import route_encoded_slashes
 from .surfaces import Surfaces
-from .webhooks import server_sender
 
 __all__ = ["create_app"]
 
@@ -82,7 +81,12 @@ def create_app(settings: Settings | None = None, *, ledger: Ledger | None = None
     """
     settings = settings or Settings()
     runtime = Runtime(settings, ledger)
-    senders = [sender] if (sender := server_sender(runtime)) else []
+    senders = []
+    if settings.webhooks is not None:
+        # httpx and the sender only for a server that sends: the rest of start-up goes without.
+        from .webhooks import server_sender
+
+        senders = [sender] if (sender := server_sender(runtime)) else []
     route_handlers: list[Any] = [
         *callback_handlers(runtime),
         operator_router(runtime),
