@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from ledger.http.launch import configure_logging
-from ledger.http.logs import JSON_LOGGERS
+from ledger.http.logs import JSON_LOGGERS, configure_logging
 
 S = TypeVar("S", bound=io.StringIO)
 

@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import ssl
+from concurrent.futures import Future
 from functools import partial
 from typing import Any
 
@@ -24,34 +25,16 @@ from uvicorn.supervisors import Multiprocess
 
 from .._process import freeze_heap
 from ..errors import StoreUnavailable
-from ..logformat import plain_handler
-from ..service import open_ledger
+from ..service import Ledger, open_ledger
 from ..settings import Settings
 from .app import create_app
-from .logs import JSON_LOGGERS, JsonLinesHandler
+from .logs import configure_logging
 from .protocol import OneWriteHttpToolsProtocol
 
-__all__ = ["configure_logging", "run", "served_app"]
+__all__ = ["run", "served_app"]
 
 # Seconds a worker may take to answer the supervisor's health check before it is replaced.
 WORKER_HEALTHCHECK_TIMEOUT = 30.0
-
-
-def configure_logging(level: str) -> None:
-    """Logging as ``ledger serve`` does it, on the root logger and the JSON loggers."""
-    # Delivery lines on "ledger.http" and operator lines on "ledger.operator" are already JSON
-    # (with their own "ts"): print them bare, one per line, so that a log shipper can parse them;
-    # everything else gets an ISO-8601 UTC timestamp and a level.
-    root = logging.getLogger()
-    root.handlers[:] = [plain_handler()]
-    root.setLevel(level)
-    bare = JsonLinesHandler()
-    for name in JSON_LOGGERS:
-        json_log = logging.getLogger(name)
-        json_log.handlers[:] = [bare]
-        json_log.propagate = False
-    # Alembic narrates every start-up migration check at INFO; only its warnings matter here.
-    logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 class _Config(uvicorn.Config):
@@ -89,10 +72,11 @@ def _worker_app(settings: Settings) -> Any:
     return served_app(settings)
 
 
-def served_app(settings: Settings) -> Litestar:
+def served_app(settings: Settings, opening: Future[Ledger] | None = None) -> Litestar:
     """The app as ``ledger serve`` runs it: it owns its process, so once started (its ledger
-    open) it freezes the heap it built (:func:`ledger._process.freeze_heap`)."""
-    app = create_app(settings)
+    open) it freezes the heap it built (:func:`ledger._process.freeze_heap`). ``opening``: its
+    ledger, being opened already (see :func:`ledger.http.app.create_app`)."""
+    app = create_app(settings, opening=opening)
     app.on_startup.append(freeze_heap)
     return app
 
@@ -132,6 +116,7 @@ def run(
     ssl_certfile: str | None,
     ssl_keyfile: str | None,
     workers: int,
+    opening: Future[Ledger] | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully and return.
 
@@ -139,13 +124,12 @@ def run(
     as that signal would have ended it; a Ctrl-C is the operator's way of stopping the server,
     not a failure, so it ends here and ``ledger serve`` exits 0.
     """
-    configure_logging(settings.log_level)
     if workers > 1:
         _prepare_database(settings)
     config = _uvicorn_config(
         # Several workers: each process builds its own app (and opens its own ledger) from a
         # picklable factory; uvicorn's supervisor binds the socket once and hands it to all.
-        partial(_worker_app, settings) if workers > 1 else served_app(settings),
+        partial(_worker_app, settings) if workers > 1 else served_app(settings, opening),
         settings,
         factory=workers > 1,
         workers=workers,

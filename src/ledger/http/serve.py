@@ -18,9 +18,11 @@ import json
 import os
 import secrets
 import shlex
+import threading
 import time
+from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +30,10 @@ from ..errors import LedgerError
 from ..settings import Settings, SettingsError
 from ..variables import RecordingEnviron, unknown_variable_warnings
 from . import preflight
+from .logs import configure_logging
+
+if TYPE_CHECKING:
+    from ..service import Ledger
 
 __all__ = ["COMMANDS", "serve", "token"]
 
@@ -115,6 +121,12 @@ def serve(
     if settings.operator_listen is not None:
         preflight.check_listen(*settings.operator_listen)
 
+    configure_logging(settings.log_level)
+    # One server process: its ledger (and the writer process, a new interpreter that imports
+    # and opens the store) is opened on a thread while this one imports and builds the app,
+    # on another core where there is one. Several: each worker opens its own.
+    opening = _open_ahead(settings) if workers == 1 else None
+
     from .launch import run  # the slow part: the app, its ledger and writer, uvicorn
 
     if banner:
@@ -126,7 +138,33 @@ def serve(
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
         workers=workers,
+        opening=opening,
     )
+
+
+def _open_ahead(settings: Settings) -> Future[Ledger]:
+    """The ledger of ``settings``, opening on a thread of its own; the app takes it at start-up
+    and closes it at shutdown. Its failure (a database down) is the app's to report and retry,
+    as if the app had opened it itself."""
+    from ..service import open_ledger
+
+    opening: Future[Ledger] = Future()
+
+    def work() -> None:
+        try:
+            opening.set_result(
+                open_ledger(
+                    settings.database_url,
+                    currencies=settings.currencies,
+                    **settings.ledger_options(),
+                )
+            )
+        except BaseException as exc:  # noqa: BLE001 - the app's, raised where it waits
+            opening.set_exception(exc)
+
+    # A daemon: a start-up stopped before the app took the ledger does not wait for it.
+    threading.Thread(target=work, name="ledger-open", daemon=True).start()
+    return opening
 
 
 def _warn_unknown(environ: RecordingEnviron) -> None:
