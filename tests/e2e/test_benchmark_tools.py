@@ -130,3 +130,18 @@ def test_cli_start_compares_each_command_with_its_baseline(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert set(json.loads(out.read_text())) == {"help", "balance"}
     assert "ratio" in done.stdout
+
+
+def test_serve_start_reports_the_time_to_health_and_the_busy_port_refusal(tmp_path: Path) -> None:
+    out = tmp_path / "serve.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "serve_start.py"), "--rounds", "1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(out.read_text())
+    assert figures["ready_s"] > 0
+    assert figures["busy_port_exit"] == 1  # the second server refused the port, as it should
+    assert "ready /health" in done.stdout
