@@ -26,22 +26,17 @@ def _address(host: str, port: int) -> str:
 def check_listen(host: str, port: int) -> None:
     """Bind and listen on ``host:port`` for a moment, as the server will, then let it go.
 
-    With ``SO_REUSEADDR``, as uvicorn binds: connections of a server just stopped (TIME_WAIT)
-    do not count as the port being in use, a listening socket does.
+    The socket is made as uvicorn makes its own (IPv6 when the host has a colon, else IPv4, with
+    ``SO_REUSEADDR``): connections of a server just stopped (TIME_WAIT) do not count as the port
+    being in use, a socket listening on it does.
     """
     if port == 0:
         return  # any free port: nothing to collide with
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except socket.gaierror as exc:
-        raise LedgerError(
-            f"cannot listen on {_address(host, port)}: {exc.strerror}", key="server.cannot_listen"
-        ) from None
-    family, kind, proto, _name, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(address)
+            probe.bind((host.strip("[]"), port))
             probe.listen(1)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
@@ -50,7 +45,7 @@ def check_listen(host: str, port: int) -> None:
                     key="server.port_in_use",
                 ) from None
             raise LedgerError(
-                f"cannot listen on {_address(host, port)}: {exc.strerror}",
+                f"cannot listen on {_address(host, port)}: {exc.strerror or exc}",
                 key="server.cannot_listen",
             ) from None
 
