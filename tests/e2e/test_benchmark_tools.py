@@ -144,3 +144,18 @@ def test_every_ablation_switch_reaches_the_mechanism_it_turns_off() -> None:
             timeout=120,
         )
         assert done.returncode == 0, f"{name}: {done.stderr[-2000:]}"
+
+
+def test_serve_start_reports_the_time_to_health_and_the_busy_port_refusal(tmp_path: Path) -> None:
+    out = tmp_path / "serve.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "serve_start.py"), "--rounds", "1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(out.read_text())
+    assert figures["ready_s"] > 0
+    assert figures["busy_port_exit"] == 1  # the second server refused the port, as it should
+    assert "ready /health" in done.stdout

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -215,3 +216,23 @@ def test_a_read_command_imports_neither_alembic_nor_the_server(tmp_path: Path) -
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --- Ctrl-C ----------------------------------------------------------------------------------
+
+
+@click.command("interrupted-midway")
+def interrupted_midway() -> None:
+    raise KeyboardInterrupt  # what Ctrl-C raises in a command with work still to do
+
+
+def test_a_command_interrupted_before_its_work_is_done_exits_130_without_abort(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # simulate, validate, a long export: stopped halfway is not success (0), nor click's
+    # "Aborted!" and 1; commands that run until stopped (serve, events --follow) exit 0.
+    entry = COMMANDS["bet"]._replace(module=__name__, attribute="interrupted_midway")
+    monkeypatch.setitem(COMMANDS, "interrupted-midway", entry)
+    result = run("interrupted-midway")
+    assert result.exit_code == 130
+    assert result.output == "interrupted\n"

@@ -82,7 +82,7 @@ def test_deliveries_csv_prints_every_matching_row(store_url: str) -> None:
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.output)))
     assert [row["request_id"] for row in rows] == ["r0", "r1", "r2", "r3"]
-    assert rows[0]["duration_ms"] == "2.250"
+    assert rows[0]["duration_ms"] == "2.25"
 
 
 def test_a_bad_filter_exits_1_with_the_projects_error(store_url: str) -> None:

@@ -40,7 +40,7 @@ def test_first_operator_block_works_as_written(tmp_path: Path) -> None:
     assert "added alice (admin)" in lines, report
     assert "alice\tadmin\tactive" in lines, report
     (answer,) = [json.loads(line) for line in lines if line.startswith("{")]
-    assert [(item["operator"], item["action"], item["target"]) for item in answer["items"]] == [
+    assert [(item["operator"], item["action"], item["target"]) for item in answer["audit"]] == [
         ("cli", "operator_add", "alice")
     ], report
     assert any("\toperator_add\talice\tok\t" in line for line in lines), report

@@ -14,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.httpkit import free_port
+from support.httpkit import free_port, ledger_command
+from support.processes import end_group, waited_too_long
 from support.readme import ROOT, clean_environment, marked_block, run_block
 
 
@@ -71,6 +72,55 @@ def test_the_console_block_adds_the_first_admin_and_serves_the_sign_in_page(
     assert code == 0, report
     assert "added alice (admin)" in stdout, report
     assert "200" in lines_of(stdout), report
+
+
+def ignored_by_git(name: str) -> bool:
+    """Whether the checkout's .gitignore hides a file called ``name`` at its root."""
+    found = subprocess.run(["git", "check-ignore", "--no-index", "-q", name], cwd=ROOT)
+    assert found.returncode in (0, 1), found
+    return found.returncode == 0
+
+
+def test_the_quickstart_server_leaves_no_file_git_would_list_as_untracked(
+    tmp_path: Path,
+) -> None:
+    # `ledger serve` from a checkout, as the Quickstart runs it, and a first write: ./ledger.db
+    # and its side files (the WAL, its index, the writer's lock file) land in the checkout.
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    port = free_port()
+    operator = "operator-token-0123456789"
+    process = subprocess.Popen(
+        [*ledger_command(), "serve", "--port", str(port)],
+        cwd=checkout,
+        env={**clean_environment(tmp_path), "LEDGER_OPERATOR_TOKEN": operator},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        started = time.monotonic()
+        while True:
+            assert process.poll() is None, "ledger serve exited early"
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            assert not waited_too_long(started), "ledger serve did not answer"
+            time.sleep(0.1)
+        deposit = {"user": "u1", "currency": "EUR", "amount": "1.00", "reference": "r1"}
+        answer = httpx.post(
+            f"http://127.0.0.1:{port}/admin/deposits",
+            json=deposit,
+            headers={"Authorization": f"Bearer {operator}"},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        left_while_running = {path.name for path in checkout.iterdir()}
+    finally:
+        end_group(process)
+    left = left_while_running | {path.name for path in checkout.iterdir()}
+    assert "ledger.db-writer" in left
+    assert sorted(name for name in left if not ignored_by_git(name)) == []
 
 
 def test_the_ci_blocks_are_what_ci_runs() -> None:

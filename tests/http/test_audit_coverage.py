@@ -36,7 +36,7 @@ def client(tmp_path: Path) -> Iterator[TestClient[Any]]:
 def audit(client: TestClient[Any]) -> list[dict[str, Any]]:
     answer = client.get("/admin/audit", params={"limit": 100}, headers=OPERATOR_HEADERS)
     assert answer.status_code == 200, answer.text
-    return list(answer.json()["items"])
+    return list(answer.json()["audit"])
 
 
 def test_a_post_refused_for_its_csrf_token_is_audited(client: TestClient[Any]) -> None:

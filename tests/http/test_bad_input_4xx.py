@@ -87,7 +87,7 @@ def test_nul_in_a_movements_user_or_a_request_id_is_no_503_on_any_store(
             "/console/users/movements", data={**form, "uid": "v\x00", "reference": "n2"}
         )
         assert answer.status_code == 400
-        entry = client.get("/admin/audit", headers=OPERATOR_HEADERS).json()["items"][0]
+        entry = client.get("/admin/audit", headers=OPERATOR_HEADERS).json()["audit"][0]
         assert (entry["operator"], entry["target"]) == ("cal", "v\ufffd")
 
 

@@ -67,7 +67,7 @@ def audit(client: TestClient[Any], **params: Any) -> list[dict[str, Any]]:
     token's fingerprint: not what these tests are about)."""
     answer = client.get("/admin/audit", params=params, headers=OPERATOR_HEADERS)
     assert answer.status_code == 200, answer.text
-    items = answer.json()["items"]
+    items = answer.json()["audit"]
     return [item for item in items if not (item["operator"] or "").startswith("token:")]
 
 
@@ -273,7 +273,7 @@ def test_the_audit_log_is_paged_and_exported_and_the_export_is_audited(
     second = client.get(
         "/admin/audit", params={"limit": 1, "after": first["next"]}, headers=OPERATOR_HEADERS
     ).json()
-    assert [first["items"][0]["action"], second["items"][0]["action"]] == ["export", "sign_in"]
+    assert [first["audit"][0]["action"], second["audit"][0]["action"]] == ["export", "sign_in"]
     as_csv = client.get("/admin/audit", params={"format": "csv"}, headers=OPERATOR_HEADERS)
     assert as_csv.text.splitlines()[0] == "id,at,operator,ip,action,target,outcome,detail"
     # The export over the API is audited too, by the token's fingerprint (never the token).

@@ -119,7 +119,7 @@ class Grid(HTMLParser):
 
 def audited_exports(client: TestClient[Any]) -> list[tuple[str, str, str]]:
     answer = client.get("/admin/audit", params={"action": "export"}, headers=OPERATOR_HEADERS)
-    return [(item["operator"], item["target"], item["outcome"]) for item in answer.json()["items"]]
+    return [(item["operator"], item["target"], item["outcome"]) for item in answer.json()["audit"]]
 
 
 # --- the pages --------------------------------------------------------------------------------

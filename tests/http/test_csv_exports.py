@@ -99,3 +99,19 @@ def test_every_csv_export_neutralises_formulas_and_keeps_negative_amounts(
     assert "'=2+5" in seen  # the name tried at the failed sign-in
     assert "'@SUM(A1:A9)" in seen
     assert "-5.00" in seen  # the withdrawal's amount, a number still
+
+
+def test_every_csv_export_names_its_charset_once(client: TestClient[Any]) -> None:
+    assert sign_in(client, "ada").status_code == 303
+    uid = quote(HOSTILE, safe="")
+    console = ["users", "bets", "tournaments", "holds", "deliveries", "audit"]
+    admin = ["holds", "deliveries", "tournaments", "users", "bets", "audit"]
+    exports = [f"/console/{name}.csv" for name in console]
+    exports += [f"/console/statement.csv?uid={uid}", f"/admin/users/{uid}/statement?format=csv"]
+    exports += [f"/admin/{name}?format=csv" for name in admin]
+    found = {}
+    for path in exports:
+        answer = client.get(path, headers=OPERATOR_HEADERS)
+        assert answer.status_code == 200, (path, answer.text)
+        found[path] = answer.headers["content-type"]
+    assert found == dict.fromkeys(exports, "text/csv; charset=utf-8")

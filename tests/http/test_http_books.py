@@ -58,7 +58,7 @@ def test_statement_lines_carry_balance_after_and_pool_and_page_by_cursor(wallet:
 def test_statement_exports_every_line_as_csv(
     wallet: Wallet, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ledger.http.operator.EXPORT_PAGE", 2)  # the export reads 2 pages
+    monkeypatch.setattr("ledger.http.operator.books.EXPORT_PAGE", 2)  # the export reads 2 pages
     for number in range(3):
         wallet.deposit("u1", f"{number + 1}.00", ref=f"d{number}")
     response = ok(wallet, "/admin/users/u1/statement", format="csv", limit=1)

@@ -15,7 +15,7 @@ import pytest
 from litestar.testing import TestClient
 
 from ledger.http.openapi import ASSETS_DIR, ERRORS
-from support.httpkit import dumps, serve
+from support.httpkit import OPERATOR_HEADERS, dumps, serve
 from support.payloads import entry, place, refund, settle
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -271,3 +271,18 @@ def test_vendored_viewer_files_are_package_data() -> None:
 
 def test_the_schema_routes_are_not_in_the_document(document: dict[str, Any]) -> None:
     assert not [path for path in document["paths"] if path.startswith("/schema")]
+
+
+def test_the_delivery_journal_is_documented_with_duration_ms_a_number_as_it_answers(
+    client: TestClient[Any], document: dict[str, Any]
+) -> None:
+    answered = client.get("/admin/deliveries", headers=OPERATOR_HEADERS)
+    assert answered.status_code == 200
+    ok = document["paths"]["/admin/deliveries"]["get"]["responses"]["200"]
+    schema = ok["content"]["application/json"]["schema"]
+    row = schema["properties"]["deliveries"]["items"]
+    assert row["properties"]["duration_ms"]["type"] == "number"
+    assert jsonschema_rs.validator_for(schema).is_valid(answered.json())
+    assert jsonschema_rs.validator_for(schema).is_valid(
+        ok["content"]["application/json"]["example"]
+    )

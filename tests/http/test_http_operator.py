@@ -405,3 +405,16 @@ def test_hostile_long_fields_are_cut_in_the_operator_log(
     assert len(lines) == 2
     assert all(len(record.getMessage()) < 2000 for record in caplog.records)
     assert lines[0]["user"] == "u" * 128 + "..."
+
+
+LISTS = ["/admin/holds", "/admin/deliveries", "/admin/tournaments", "/admin/users"]
+LISTS += ["/admin/bets", "/admin/audit"]
+
+
+@pytest.mark.parametrize("path", LISTS)
+def test_every_list_answers_its_items_under_the_name_of_its_path(wallet: Wallet, path: str) -> None:
+    answer = admin_get(wallet, path)
+    assert answer.status_code == 200, answer.text
+    found = answer.json()
+    assert set(found) == {path.rsplit("/", 1)[1], "next"}
+    assert isinstance(found[path.rsplit("/", 1)[1]], list)

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from litestar.testing import TestClient
 
 from ledger.cli import main
+from ledger.http.launch import served_app
 from ledger.http.logs import JSON_LOGGERS
-from ledger.http.serve import _served_app
 from ledger.settings import DEFAULT_MAX_BODY_BYTES, Settings, SettingsError
 from support.httpkit import SECRET
 from support.logs import served_logging
@@ -210,7 +210,7 @@ def test_the_served_app_freezes_its_heap_once_started_and_still_answers(tmp_path
     settings = Settings.from_env(
         {"LEDGER_DATABASE_URL": f"sqlite:///{tmp_path / 'ledger.db'}", "LEDGER_JWT_SECRET": SECRET}
     )
-    app = _served_app(settings)
+    app = served_app(settings)
     assert gc.get_freeze_count() == 0
     try:
         with TestClient(app) as client:

@@ -344,7 +344,7 @@ def test_operators_commands_read_passwords_from_stdin_and_are_audited(store_url:
     assert missing.exit_code == 1
     assert "operator.not_found" in missing.output
     log = json.loads(runner.invoke(main, ["audit", "--json", *db]).output)
-    assert [(item["action"], item["target"]) for item in log["items"]] == [
+    assert [(item["action"], item["target"]) for item in log["audit"]] == [
         ("operator_disable", "vic"),
         ("operator_passwd", "vic"),
         ("operator_add", "vic"),

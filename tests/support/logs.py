@@ -8,8 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from ledger.http.logs import JSON_LOGGERS
-from ledger.http.serve import _configure_logging
+from ledger.http.logs import JSON_LOGGERS, configure_logging
 
 S = TypeVar("S", bound=io.StringIO)
 
@@ -18,7 +17,7 @@ S = TypeVar("S", bound=io.StringIO)
 def served_logging(stream: S) -> Iterator[S]:
     loggers = [logging.getLogger(name) for name in ("", *JSON_LOGGERS)]
     saved = [(logger, logger.handlers[:], logger.level, logger.propagate) for logger in loggers]
-    _configure_logging("INFO")
+    configure_logging("INFO")
     for logger in loggers:
         for handler in logger.handlers:
             assert isinstance(handler, logging.StreamHandler)

@@ -119,6 +119,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "ledger.service",
             "ledger.settings",
+            "ledger.variables",
             "ledger.operators",
             "ledger.views",
             "ledger.commands",

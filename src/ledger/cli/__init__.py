@@ -26,6 +26,9 @@ from .common import fail, short_secret_warning
 
 __all__ = ["main"]
 
+# The exit status of a command stopped by Ctrl-C before its work was done: 128 + SIGINT.
+INTERRUPTED = 130
+
 
 class _Entry(NamedTuple):
     """Where a command lives, and what ``ledger --help`` says of it without importing it."""
@@ -227,6 +230,13 @@ class _Main(click.Group):
                 return super().invoke(ctx)
             except LedgerError as error:
                 fail(error)
+            except KeyboardInterrupt:
+                # Commands that run until stopped (serve, events --follow, tickets serve) end
+                # on Ctrl-C by themselves and exit 0. One interrupted before its work was done
+                # did not do it: it exits 130 (128 + SIGINT, as the shell reports), never 0, and
+                # without click's bare "Aborted!" and exit 1, which reads like a failure.
+                click.echo("interrupted", err=True)
+                sys.exit(INTERRUPTED)
 
 
 @click.group(cls=_Main)

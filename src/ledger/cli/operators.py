@@ -139,7 +139,7 @@ def audit(
         except LedgerError as error:
             fail(error)
     if as_json:
-        emit({"items": page.items, "next": page.next})
+        emit({"audit": page.items, "next": page.next})
         return
     for item in page.items:
         detail = json.dumps(item["detail"], separators=(",", ":")) if item["detail"] else ""

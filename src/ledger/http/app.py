@@ -6,6 +6,7 @@ so tests can build as many differently configured apps as they need.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -23,7 +24,6 @@ from .ops import ops_handlers
 from .runtime import Runtime
 from .slashes import route_encoded_slashes
 from .surfaces import Surfaces
-from .webhooks import server_sender
 
 __all__ = ["create_app"]
 
@@ -73,16 +73,28 @@ class _App(Litestar):
         await super().__call__(scope, receive, send)
 
 
-def create_app(settings: Settings | None = None, *, ledger: Ledger | None = None) -> Litestar:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    ledger: Ledger | None = None,
+    opening: Future[Ledger] | None = None,
+) -> Litestar:
     """Build the callback server for ``settings``.
 
     The ledger is opened on start-up from ``settings.database_url``, unless one is passed in
     (tests, or an operator embedding the server in a process that already has one); a ledger
-    passed in is not closed on shutdown.
+    passed in is not closed on shutdown. ``opening`` is the app's own ledger being opened
+    already, on another thread (``ledger serve`` starts it while it imports and builds the app):
+    start-up takes it when it is done, and shutdown closes it.
     """
     settings = settings or Settings()
-    runtime = Runtime(settings, ledger)
-    senders = [sender] if (sender := server_sender(runtime)) else []
+    runtime = Runtime(settings, ledger, opening=opening)
+    senders = []
+    if settings.webhooks is not None:
+        # httpx and the sender only for a server that sends: the rest of start-up goes without.
+        from .webhooks import server_sender
+
+        senders = [sender] if (sender := server_sender(runtime)) else []
     route_handlers: list[Any] = [
         *callback_handlers(runtime),
         operator_router(runtime),

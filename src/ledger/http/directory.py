@@ -23,7 +23,7 @@ from ..errors import TournamentNotFound, UserNotFound
 from ..paging import DEFAULT_LIMIT, EXPORT_PAGE, Page, csv_lines, every
 from ..service import Ledger
 from ..views import BET_COLUMNS, TOURNAMENT_COLUMNS, USER_COLUMNS
-from .filenames import attachment
+from .filenames import CSV, attachment
 from .openapi import operator_docs
 from .params import parse_id
 from .runtime import Runtime
@@ -64,7 +64,7 @@ async def _listed(
     rows = (item.to_dict() for item in every(pages))
     return Stream(
         csv_lines(rows, columns),
-        media_type="text/csv; charset=utf-8",
+        media_type=CSV,
         headers={"Content-Disposition": attachment(f"{name}.csv")},
     )
 

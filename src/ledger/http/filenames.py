@@ -1,4 +1,5 @@
-"""``Content-Disposition`` of a download whose name holds text from outside (a user's uid).
+"""Downloads: the CSV media type, and the ``Content-Disposition`` of a download whose name holds
+text from outside (a user's uid).
 
 RFC 6266: ``filename`` is an ASCII fallback (every other character, and ``"`` and ``\\``,
 replaced by ``_``, so nothing can close the quoted string); ``filename*`` (RFC 8187) carries the
@@ -11,7 +12,11 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-__all__ = ["attachment"]
+__all__ = ["CSV", "attachment"]
+
+# Every CSV export's media type. Litestar appends "; charset=utf-8" to every text/* type itself:
+# naming the charset here too sent it twice.
+CSV = "text/csv"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 

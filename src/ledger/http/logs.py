@@ -15,12 +15,13 @@ from typing import Any
 
 import msgspec
 
-from ..logformat import UtcFormatter, iso_utc
+from ..logformat import UtcFormatter, iso_utc, plain_handler
 
 __all__ = [
     "JSON_LOGGERS",
     "JsonLinesHandler",
     "UtcFormatter",
+    "configure_logging",
     "fingerprint",
     "iso_utc",
     "log_json",
@@ -109,3 +110,20 @@ def log_json(logger: logging.Logger, level: int, document: dict[str, Any]) -> No
         handler.write_soon(line)
     else:
         logger.log(level, line.decode())
+
+
+def configure_logging(level: str) -> None:
+    """Logging as ``ledger serve`` does it, on the root logger and the JSON loggers."""
+    # Delivery lines on "ledger.http" and operator lines on "ledger.operator" are already JSON
+    # (with their own "ts"): print them bare, one per line, so that a log shipper can parse them;
+    # everything else gets an ISO-8601 UTC timestamp and a level.
+    root = logging.getLogger()
+    root.handlers[:] = [plain_handler()]
+    root.setLevel(level)
+    bare = JsonLinesHandler()
+    for name in JSON_LOGGERS:
+        json_log = logging.getLogger(name)
+        json_log.handlers[:] = [bare]
+        json_log.propagate = False
+    # Alembic narrates every start-up migration check at INFO; only its warnings matter here.
+    logging.getLogger("alembic").setLevel(logging.WARNING)

@@ -50,6 +50,7 @@ from ..contract import (
 
 __all__ = [
     "ASSETS_PATH",
+    "DELIVERIES",
     "OPERATOR_SECURITY",
     "PLATFORM_SECURITY",
     "callback_docs",
@@ -302,6 +303,58 @@ _MOVED = _json_response(
 
 # Request examples as the platform sends them (contract 4.1), unknown fields included; whole
 # amounts as JSON integers, so that no binary float appears even in an example.
+_DELIVERY_EXAMPLE = {
+    "id": 12,
+    "received_at": "2026-06-01T12:00:00.123456Z",
+    "request_id": "6fc6153c-9b65-456c-9cec-31e790d7ae2c",
+    "event": "create:fantasy_team",
+    "path": "/bets",
+    "client": "acme",
+    "subject": "platform",
+    "address": "203.0.113.7",
+    "status": 200,
+    "error": None,
+    "bet_count": 1,
+    "bet_uids": [1],
+    "duration_ms": 2.25,
+}
+DELIVERIES = _json_response(
+    "A page of the delivery journal, newest first; `next` is the `before` of the next page",
+    {
+        "type": "object",
+        "required": ["deliveries", "next"],
+        "properties": {
+            "deliveries": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "integer"},
+                        "received_at": {"type": "string", "format": "date-time"},
+                        "request_id": {"type": ["string", "null"]},
+                        "event": {"type": "string"},
+                        "path": {"type": "string"},
+                        "client": {"type": ["string", "null"]},
+                        "subject": {"type": ["string", "null"]},
+                        "address": {"type": ["string", "null"]},
+                        "status": {"type": "integer"},
+                        "error": {"type": ["string", "null"]},
+                        "bet_count": {"type": "integer", "minimum": 0},
+                        "bet_uids": {"type": "array", "items": {"type": "integer"}},
+                        "duration_ms": {
+                            "type": "number",
+                            "minimum": 0,
+                            "description": "Milliseconds, to the microsecond, as in the logs",
+                        },
+                    },
+                },
+            },
+            "next": {"type": ["string", "null"]},
+        },
+    },
+    {"deliveries": [_DELIVERY_EXAMPLE], "next": "WzEyXQ"},
+)
+
 _USER = {"client": "acme", "uid": "u1", "name": "Ann"}
 _POOL = {"client": "acme", "game": "fantasy", "uid": 7, "name": "Sunday Cup", "currency": "EUR"}
 _PLACE_EXAMPLE = {
@@ -369,9 +422,15 @@ def callback_docs(model: type[Struct]) -> dict[str, Any]:
     }
 
 
-def operator_docs(*keys: str, movement: bool = False, funds: bool = False) -> dict[str, Any]:
+def operator_docs(
+    *keys: str,
+    movement: bool = False,
+    funds: bool = False,
+    success: OpenAPIResponse | None = None,
+) -> dict[str, Any]:
     """The documentation arguments of an operator route answering ``keys`` (besides auth and
-    database errors); ``movement`` for a deposit or withdrawal, ``funds`` when it can be 402.
+    database errors); ``movement`` for a deposit or withdrawal, ``funds`` when it can be 402;
+    ``success``, the 200 answer's schema where it is documented (``DELIVERIES``).
 
     A route with path or query parameters must name ``request.invalid``: Litestar documents
     its own 400 for them otherwise, in a shape this server never answers.
@@ -386,6 +445,8 @@ def operator_docs(*keys: str, movement: bool = False, funds: bool = False) -> di
         docs["operation_class"] = _operation(
             body_schema(MovementRequest), _MOVEMENT_EXAMPLE, _MOVED
         )
+    elif success is not None:
+        docs["operation_class"] = _operation(None, None, success)
     return docs
 
 

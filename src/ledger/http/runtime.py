@@ -194,7 +194,13 @@ class LoopFutures:
 class Runtime:
     """The per-app state: built by :func:`~ledger.http.app.create_app`, started by its hooks."""
 
-    def __init__(self, settings: Settings, ledger: Ledger | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        ledger: Ledger | None = None,
+        *,
+        opening: Future[Ledger] | None = None,
+    ) -> None:
         self.settings = settings
         self.metrics = Metrics()
         self.refusals = RefusalJournal(self.metrics.registry)
@@ -202,6 +208,8 @@ class Runtime:
         self.on_close: list[Callable[[], None]] = []
         self._ledger = ledger
         self._owns_ledger = ledger is None
+        # Its own ledger, being opened already on another thread: taken on first use.
+        self._opening = opening
         self._lock = threading.Lock()
         self._failure: StoreUnavailable | None = None
         self._failed_at = 0.0
@@ -264,12 +272,16 @@ class Runtime:
                 # tangle its traceback.
                 raise type(self._failure)(self._failure.message, key=self._failure.key)
             settings = self.settings
+            opening, self._opening = self._opening, None
             try:
-                self._ledger = open_ledger(
-                    settings.database_url,
-                    currencies=settings.currencies,
-                    **settings.ledger_options(),
-                )
+                if opening is not None:
+                    self._ledger = opening.result()
+                else:
+                    self._ledger = open_ledger(
+                        settings.database_url,
+                        currencies=settings.currencies,
+                        **settings.ledger_options(),
+                    )
             except StoreUnavailable as exc:
                 self._failure, self._failed_at = exc, time.monotonic()
                 raise

@@ -1,8 +1,8 @@
 """The ``ledger serve`` and ``ledger token`` commands (registered by :mod:`ledger.cli`).
 
-``serve`` runs the app on uvicorn with uvloop and httptools (``uvicorn[standard]``); with
-``--workers N``, N processes share the port under uvicorn's supervisor, each with its own app,
-ledger and writer (the database keeps them correct, as it keeps separate replicas). Without
+``serve`` first checks what it can check at once (the settings, the secrets, the TLS files, the
+database URL, that its ports are free: :mod:`ledger.http.preflight`), and only then imports and
+starts the app (:mod:`ledger.http.launch`), the part that takes seconds. Without
 ``LEDGER_JWT_SECRET`` it runs in development mode, and only on a loopback address: it generates a
 secret and an operator token for this run and prints ready-to-paste ``curl`` commands. Anywhere
 else it refuses to start, because a wallet that accepts any caller pays anyone.
@@ -13,41 +13,31 @@ Refusals raise :class:`~ledger.errors.LedgerError`, which the ``ledger`` group p
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import ipaddress
 import json
-import logging
 import os
 import secrets
 import shlex
-import signal
-import ssl
+import threading
 import time
+from concurrent.futures import Future
 from dataclasses import replace
-from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import uvicorn
-from litestar import Litestar
-from uvicorn.supervisors import Multiprocess
 
-from .._process import freeze_heap
-from ..errors import LedgerError, StoreUnavailable
-from ..logformat import plain_handler
-from ..service import open_ledger
+from ..errors import LedgerError
 from ..settings import Settings, SettingsError
-from .app import create_app
-from .auth import mint_token
-from .logs import JSON_LOGGERS, JsonLinesHandler
-from .protocol import OneWriteHttpToolsProtocol
+from ..variables import RecordingEnviron, unknown_variable_warnings
+from . import preflight
+from .logs import configure_logging
+
+if TYPE_CHECKING:
+    from ..service import Ledger
 
 __all__ = ["COMMANDS", "serve", "token"]
 
 DEV_CLIENT = "dev"
-# Seconds a worker may take to answer the supervisor's health check before it is replaced.
-WORKER_HEALTHCHECK_TIMEOUT = 30.0
 DEV_TOKEN_TTL = 24 * 3600
 
 
@@ -58,92 +48,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def _configure_logging(level: str) -> None:
-    # Delivery lines on "ledger.http" and operator lines on "ledger.operator" are already JSON
-    # (with their own "ts"): print them bare, one per line, so that a log shipper can parse them;
-    # everything else gets an ISO-8601 UTC timestamp and a level.
-    root = logging.getLogger()
-    root.handlers[:] = [plain_handler()]
-    root.setLevel(level)
-    bare = JsonLinesHandler()
-    for name in JSON_LOGGERS:
-        json_log = logging.getLogger(name)
-        json_log.handlers[:] = [bare]
-        json_log.propagate = False
-    # Alembic narrates every start-up migration check at INFO; only its warnings matter here.
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-
-
-class _Config(uvicorn.Config):
-    """uvicorn's config with a TLS floor: its own options set no minimum version.
-
-    At module level because ``--workers`` pickles it into each worker process.
-    """
-
-    def __init__(self, app: Any, *, tls_minimum: ssl.TLSVersion, **options: Any) -> None:
-        super().__init__(app, **options)
-        self.tls_minimum = tls_minimum
-
-    def load(self) -> None:
-        super().load()
-        if self.ssl is not None:
-            self.ssl.minimum_version = self.tls_minimum
-
-
-def _uvicorn_config(app: Any, settings: Settings, **options: Any) -> Any:
-    minimum = (
-        ssl.TLSVersion.TLSv1_3 if settings.tls_min_version == "1.3" else ssl.TLSVersion.TLSv1_2
-    )
-    return _Config(app, tls_minimum=minimum, **options)
-
-
-def _worker_app(settings: Settings) -> Any:
-    """The app of one ``--workers`` process, built in it: its own ledger, writer and metrics.
-
-    Runs in a freshly spawned interpreter, so logging is configured again here; and the worker
-    dies with the supervising process, so that a supervisor killed outright (SIGKILL, OOM)
-    leaves no orphan holding the port against its restart.
-    """
-    _die_with_parent()
-    _configure_logging(settings.log_level)
-    return _served_app(settings)
-
-
-def _served_app(settings: Settings) -> Litestar:
-    """The app as ``ledger serve`` runs it: it owns its process, so once started (its ledger
-    open) it freezes the heap it built (:func:`ledger._process.freeze_heap`)."""
-    app = create_app(settings)
-    app.on_startup.append(freeze_heap)
-    return app
-
-
-# prctl(2) option: the signal this process gets when its parent dies.
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    parent = os.getppid()
-    with contextlib.suppress(OSError, AttributeError):  # Linux only; elsewhere, best effort
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # it died before prctl took effect
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _prepare_database(settings: Settings) -> None:
-    """Open and close the ledger once before starting workers: a new SQLite file is created and
-    migrated here, not by several workers racing to do it. A database that is down now is left
-    to the workers, which retry on each request as a single server does."""
-    try:
-        open_ledger(
-            settings.database_url, currencies=settings.currencies, **settings.ledger_options()
-        ).close()
-    except StoreUnavailable as exc:
-        logging.getLogger("ledger.server").warning(
-            "database not available at start-up, the workers will retry: %s", exc.message
-        )
 
 
 @click.command()
@@ -189,18 +93,20 @@ def serve(
 
     Configuration comes from LEDGER_* environment variables (the README's table); with
     LEDGER_OPERATOR_LISTEN the console, /admin and /metrics are served on that address only.
-    Without
-    LEDGER_JWT_SECRET the server runs in development mode on a loopback address only.
+    Without LEDGER_JWT_SECRET the server runs in development mode on a loopback address only.
+    Ctrl-C or SIGTERM: it finishes what is in flight and exits.
     """
-    environ = dict(os.environ)
-    if db:
-        environ["LEDGER_DATABASE_URL"] = db
+    environ = RecordingEnviron(
+        {**os.environ, "LEDGER_DATABASE_URL": db} if db else dict(os.environ)
+    )
     try:
         settings = Settings.from_env(environ)
     except SettingsError as exc:
+        _warn_unknown(environ)  # a misspelt name may be why a setting is missing
         raise LedgerError(str(exc), key="config.invalid") from None
-    if bool(ssl_certfile) != bool(ssl_keyfile):
-        raise LedgerError("HTTPS needs both --ssl-certfile and --ssl-keyfile", key="config.invalid")
+    _warn_unknown(environ)
+    preflight.check_database_url(settings.database_url)
+    preflight.check_tls(ssl_certfile, ssl_keyfile)
     scheme = "https" if ssl_certfile else "http"
     banner = None
     if not settings.jwt_secrets:
@@ -211,57 +117,59 @@ def serve(
                 key="config.missing_secret",
             )
         settings, banner = _development(settings, f"{scheme}://{_url_host(host)}:{port}")
+    preflight.check_listen(host, port)
+    if settings.operator_listen is not None:
+        preflight.check_listen(*settings.operator_listen)
 
-    _configure_logging(settings.log_level)
-    if workers > 1:
-        _prepare_database(settings)
-    config = _uvicorn_config(
-        # Several workers: each process builds its own app (and opens its own ledger) from a
-        # picklable factory; uvicorn's supervisor binds the socket once and hands it to all.
-        partial(_worker_app, settings) if workers > 1 else _served_app(settings),
-        settings,
-        factory=workers > 1,
-        workers=workers,
-        # A new worker answers the supervisor's health check only once it has imported
-        # everything, which takes seconds on a loaded machine: uvicorn's 5 s killed them.
-        timeout_worker_healthcheck=WORKER_HEALTHCHECK_TIMEOUT,
-        host=host,
-        port=port,
-        # "auto" picks uvloop, installed with uvicorn[standard] as httptools is; uvicorn's
-        # httptools protocol, with each answer's head and body in one write (.protocol).
-        loop="auto",
-        http=OneWriteHttpToolsProtocol,
-        # The app reads X-Forwarded-For itself, from LEDGER_TRUSTED_PROXIES only; uvicorn's own
-        # handling would trust 127.0.0.1 by default and rewrite the peer address behind our back.
-        proxy_headers=False,
-        server_header=False,
-        # One JSON line per delivery is logged by the app; an access log would double it.
-        access_log=False,
-        log_config=None,
-        ssl_certfile=ssl_certfile,
-        ssl_keyfile=ssl_keyfile,
-        # SIGTERM: stop accepting, let deliveries in flight finish and be answered (a large
-        # settle may take a while), then exit; bounded by LEDGER_SHUTDOWN_TIMEOUT.
-        timeout_graceful_shutdown=settings.shutdown_timeout,
-    )
+    configure_logging(settings.log_level)
+    # One server process: its ledger (and the writer process, a new interpreter that imports
+    # and opens the store) is opened on a thread while this one imports and builds the app,
+    # on another core where there is one. Several: each worker opens its own.
+    opening = _open_ahead(settings) if workers == 1 else None
+
+    from .launch import run  # the slow part: the app, its ledger and writer, uvicorn
+
     if banner:
         click.echo(banner)
-    if settings.operator_listen is None:
-        sockets = None
-    else:
-        # The operator's side on an address of its own (ledger.http.surfaces): the same app
-        # serves both sockets and tells them apart by the address a request arrived on.
-        operator_host, operator_port = settings.operator_listen
-        operator = _uvicorn_config(None, settings, host=operator_host, port=operator_port)
-        sockets = [config.bind_socket(), operator.bind_socket()]
-    if workers > 1:
-        # SIGTERM or SIGINT to the supervisor reaches every worker, and each shuts down
-        # gracefully as a single server does; a worker that dies is replaced.
-        Multiprocess(config, sockets=sockets or [config.bind_socket()]).run()
-    elif sockets is None:
-        uvicorn.Server(config).run()
-    else:
-        uvicorn.Server(config).run(sockets=sockets)
+    run(
+        settings,
+        host=host,
+        port=port,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
+        workers=workers,
+        opening=opening,
+    )
+
+
+def _open_ahead(settings: Settings) -> Future[Ledger]:
+    """The ledger of ``settings``, opening on a thread of its own; the app takes it at start-up
+    and closes it at shutdown. Its failure (a database down) is the app's to report and retry,
+    as if the app had opened it itself."""
+    from ..service import open_ledger
+
+    opening: Future[Ledger] = Future()
+
+    def work() -> None:
+        try:
+            opening.set_result(
+                open_ledger(
+                    settings.database_url,
+                    currencies=settings.currencies,
+                    **settings.ledger_options(),
+                )
+            )
+        except BaseException as exc:  # noqa: BLE001 - the app's, raised where it waits
+            opening.set_exception(exc)
+
+    # A daemon: a start-up stopped before the app took the ledger does not wait for it.
+    threading.Thread(target=work, name="ledger-open", daemon=True).start()
+    return opening
+
+
+def _warn_unknown(environ: RecordingEnviron) -> None:
+    for warning in unknown_variable_warnings(environ, also_read=environ.read):
+        click.echo(warning, err=True)
 
 
 def _url_host(host: str) -> str:
@@ -280,6 +188,8 @@ def _development(settings: Settings, base_url: str) -> tuple[Settings, str]:
         operator_token=operator_token,
         dev_mode=True,
     )
+    from .auth import mint_token  # PyJWT: only now that a token is needed
+
     algorithm = settings.jwt_algorithms[0]
     authorization = f"Bearer {client} " + mint_token(
         secret, role="admin", subject="dev", ttl=DEV_TOKEN_TTL, algorithm=algorithm
@@ -385,6 +295,8 @@ def token(
     if algorithm is None:
         configured = os.environ.get("LEDGER_JWT_ALGORITHMS", "").split(",")[0].strip().upper()
         algorithm = configured or "HS256"
+    from .auth import mint_token
+
     jwt = mint_token(signing, role=role, subject=sub or None, ttl=ttl, algorithm=algorithm)
     click.echo(jwt if jwt_only else f"Bearer {client} {jwt}")
 

@@ -33,7 +33,7 @@ DELIVERY_COLUMNS = (
 
 def delivery_dict(item: DeliveryRecord) -> dict[str, Any]:
     """One journal row; ``duration_ms`` (microsecond precision) of a 2xx row runs up to the
-    moment its row was written, just before the commit."""
+    moment its row was written, just before the commit. A JSON number, as in the log lines."""
     return {
         "id": item.id,
         "received_at": timestamp_text(item.received_at),
@@ -47,7 +47,7 @@ def delivery_dict(item: DeliveryRecord) -> dict[str, Any]:
         "error": item.error,
         "bet_count": item.bet_count,
         "bet_uids": list(item.bet_uids),
-        "duration_ms": str(Decimal(item.duration_us).scaleb(-3)),
+        "duration_ms": item.duration_us / 1000,
     }
 
 

@@ -39,6 +39,7 @@ from ...errors import Forbidden, InvalidRequest, LedgerError
 from ...operators import ACTIONS, ROLES, Operators, Session, SignInFailed
 from ...service import Ledger
 from ..auth import request_address
+from ..filenames import CSV
 from ..limits import SignInGate, SignInThrottled
 from ..runtime import Runtime
 from ..secure import came_over_tls, nul_refused, secure_headers
@@ -379,7 +380,7 @@ def console_handlers(runtime: Runtime) -> list[Any]:
         await call(audit(request, session, "export", "audit", only=action))
         return Stream(
             lines,
-            media_type="text/csv; charset=utf-8",
+            media_type=CSV,
             headers={"content-disposition": 'attachment; filename="audit.csv"'},
         )
 

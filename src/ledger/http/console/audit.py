@@ -16,6 +16,7 @@ from ...errors import InvalidRequest
 from ...operators import Operators
 from ...service import Ledger
 from ..auth import request_address
+from ..filenames import CSV
 from ..logs import fingerprint
 from ..runtime import Runtime
 
@@ -30,7 +31,8 @@ async def audit_answer(
     after: str | None,
     format: str,
 ) -> Response[Any]:
-    """One page as ``{"items", "next"}``, or with ``format=csv`` every entry as CSV.
+    """One page as ``{"audit", "next"}`` (the list named by its path, as every list), or with
+    ``format=csv`` every entry as CSV.
 
     An export is itself audited, as made by ``token:<fingerprint>`` of the bearer token (the
     fingerprint the operator log prints, never the token).
@@ -49,10 +51,10 @@ async def audit_answer(
         lines = await runtime.call(export)
         return Stream(
             lines,
-            media_type="text/csv; charset=utf-8",
+            media_type=CSV,
             headers={"content-disposition": 'attachment; filename="audit.csv"'},
         )
     if format != "json":
         raise InvalidRequest("format must be json or csv")
     page = await runtime.call(lambda ledger: Operators(ledger.store).audit(limit, after, action))
-    return Response({"items": page.items, "next": page.next})
+    return Response({"audit": page.items, "next": page.next})

@@ -26,7 +26,7 @@ from ...errors import BetNotFound, InvalidRequest, LedgerError, TournamentNotFou
 from ...operators import Session
 from ...paging import EXPORT_PAGE, Page, csv_lines, every
 from ...service import Ledger
-from ..filenames import attachment
+from ..filenames import CSV, attachment
 from ..runtime import Runtime
 
 __all__ = ["ACTIVITY_DAYS", "LIST_PAGE", "Kit", "books_handlers", "overview_books"]
@@ -116,7 +116,7 @@ def _listing(
 def _stream(name: str, lines: Iterable[str]) -> Stream:
     return Stream(
         lines,
-        media_type="text/csv; charset=utf-8",
+        media_type=CSV,
         headers={"Content-Disposition": attachment(f"{name}.csv")},
     )
 

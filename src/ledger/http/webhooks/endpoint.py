@@ -1,7 +1,4 @@
-"""The webhook sender, and ``GET /admin/webhooks``.
-
-:class:`WebhookSender` runs one task per configured endpoint (:mod:`ledger.webhooks`). Each
-task, in a loop:
+"""One endpoint's loop. In a loop, it:
 
 1. takes or renews the endpoint's lease (one ``UPDATE``; another replica holding it makes this
    one a standby that tries again every ``poll_seconds``);
@@ -13,41 +10,23 @@ task, in a loop:
 4. on a 2xx moves the cursor past the batch (only then: a SIGKILL before it re-sends the one
    batch in flight, nothing else); on anything else (a status, a timeout, a dropped connection)
    records the error and re-sends the same batch after :func:`ledger.webhooks.backoff`.
-
-The database is touched only in short transactions on worker threads (through ``offload``);
-no connection is held while a receiver is waited on, and the event loop never blocks.
-
-``ledger serve`` starts it when ``LEDGER_WEBHOOKS`` is set; an embedding process can run it
-in its own event loop: ``async with WebhookSender(config, book, source=...): ...``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
-import os
 import random
-import secrets
-import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from importlib.metadata import PackageNotFoundError, version
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
-import anyio.to_thread
 import httpx
-from litestar import get
-from litestar.handlers import HTTPRouteHandler
-from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from ..errors import LedgerError
-from ..service import Ledger
-from ..webhooks import (
+from ...errors import LedgerError
+from ...webhooks import (
     BATCH_HEADER,
     LEASE_MARGIN,
     SIGNATURE_HEADER,
@@ -55,18 +34,14 @@ from ..webhooks import (
     WebhookConfig,
     WebhookEndpoint,
     backoff,
-    cursors,
-    ledger_feed,
     sign,
-    statuses,
 )
-from .openapi import operator_docs
-from .runtime import Runtime
+from .metrics import WebhookMetrics
 
 if TYPE_CHECKING:
-    from ..webhooks import CursorRow, WebhookTables
+    from ...webhooks import CursorRow, WebhookTables
 
-__all__ = ["WebhookMetrics", "WebhookSender", "server_sender", "webhook_handlers"]
+__all__ = ["EndpointSender", "Sending"]
 
 log = logging.getLogger("ledger.webhooks")
 
@@ -78,65 +53,21 @@ RENEW_PAUSE = 0.05
 # A receiver's error body is quoted in the status up to this many characters.
 QUOTED_BODY = 200
 
-# Seconds a clean shutdown waits to hand the leases back (else they lapse by themselves).
-RELEASE_TIMEOUT = 2.0
 
-Offload = Callable[[Callable[[], T]], Awaitable[T]]
+class Sending(Protocol):
+    """What an endpoint's loop uses of the sender that runs it (:class:`.sender.WebhookSender`)."""
 
+    config: WebhookConfig
+    metrics: WebhookMetrics
+    clock: Callable[[], datetime]
+    holder: str
+    user_agent: str
+    rng: random.Random
 
-def _user_agent() -> str:
-    try:
-        return f"ledger-webhooks/{version('ledger')}"
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "ledger-webhooks"
+    @property
+    def client(self) -> httpx.AsyncClient: ...
 
-
-def _holder_name() -> str:
-    # Unique per sender instance, readable in the status: which machine and process sends.
-    return f"{socket.gethostname()[:80]}:{os.getpid()}:{secrets.token_hex(4)}"
-
-
-async def _to_thread(work: Callable[[], T]) -> T:
-    return await anyio.to_thread.run_sync(work)
-
-
-class WebhookMetrics:
-    """The sender's Prometheus metrics, in the server's registry (``GET /metrics``)."""
-
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        registry = registry or CollectorRegistry(auto_describe=True)
-        self.deliveries = Counter(
-            "ledger_webhook_deliveries",
-            "Webhook batch posts by endpoint and outcome (ok: a 2xx; failed: anything else).",
-            ["endpoint", "outcome"],
-            registry=registry,
-        )
-        self.lag_events = Gauge(
-            "ledger_webhook_lag_events",
-            "Events committed but not yet delivered to the endpoint (reported by the replica "
-            "holding its lease).",
-            ["endpoint"],
-            registry=registry,
-        )
-        self.lag_seconds = Gauge(
-            "ledger_webhook_lag_seconds",
-            "Age of the oldest event not yet delivered to the endpoint (0 when none waits).",
-            ["endpoint"],
-            registry=registry,
-        )
-        self.missed = Counter(
-            "ledger_webhook_missed_events",
-            "Events pruned by retention before the endpoint received them (should stay 0: "
-            "keep the retention longer than any receiver's outage).",
-            ["endpoint"],
-            registry=registry,
-        )
-        self.holding = Gauge(
-            "ledger_webhook_holding",
-            "1 while this process holds the endpoint's lease (is its one active sender).",
-            ["endpoint"],
-            registry=registry,
-        )
+    async def db(self, work: Callable[[WebhookTables, EventSource], T]) -> T: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +81,10 @@ class _Batch:
     oldest: datetime  # its first event's commit time: the lag in seconds while it waits
 
 
-class _EndpointSender:
+class EndpointSender:
     """One endpoint's loop (see the module's docstring)."""
 
-    def __init__(self, sender: WebhookSender, endpoint: WebhookEndpoint) -> None:
+    def __init__(self, sender: Sending, endpoint: WebhookEndpoint) -> None:
         self.sender = sender
         self.endpoint = endpoint
         self.config = sender.config
@@ -350,153 +281,3 @@ class _EndpointSender:
             return None
         text = quoted.decode("utf-8", "replace")
         return f"HTTP {status}: {text}".rstrip(": ")
-
-
-class WebhookSender:
-    """Every configured endpoint's sender, in the running event loop.
-
-    ``ledger`` is a :class:`~ledger.service.Ledger` or a blocking function returning one (the
-    server's, opened on first use); ``source`` makes the event feed of a ledger (default: the
-    ledger's own, :func:`ledger.webhooks.ledger_feed`). ``offload`` runs blocking work on a
-    worker thread (default: anyio's threads).
-    """
-
-    def __init__(
-        self,
-        config: WebhookConfig,
-        ledger: Ledger | Callable[[], Ledger],
-        *,
-        source: Callable[[Ledger], EventSource] = ledger_feed,
-        metrics: WebhookMetrics | None = None,
-        offload: Offload[Any] | None = None,
-        clock: Callable[[], datetime] | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        holder: str | None = None,
-    ) -> None:
-        self.config = config
-        self._ledger = ledger if callable(ledger) else (lambda: ledger)
-        self._source = source
-        self.metrics = metrics or WebhookMetrics()
-        self._offload: Offload[Any] = offload or _to_thread
-        self.clock = clock or (lambda: datetime.now(UTC))
-        self._transport = transport
-        self.holder = (holder or _holder_name())[:128]
-        self.user_agent = _user_agent()
-        self.rng = random.Random()
-        self._client: httpx.AsyncClient | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._senders = [_EndpointSender(self, endpoint) for endpoint in config.endpoints]
-
-    @property
-    def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            raise RuntimeError("the webhook sender is not started")
-        return self._client
-
-    def holding(self) -> list[str]:
-        """The endpoints this sender holds the lease of (is the one active sender for)."""
-        return [sender.endpoint.name for sender in self._senders if sender.holding]
-
-    async def db(self, work: Callable[[WebhookTables, EventSource], T]) -> T:
-        """Run ``work(tables, source)`` on a worker thread: one short transaction or two."""
-
-        def run() -> T:
-            ledger = self._ledger()
-            return work(cursors(ledger), self._source(ledger))
-
-        result: T = await self._offload(run)
-        return result
-
-    async def start(self) -> None:
-        """Start every endpoint's loop in the background (plain asyncio tasks: a sender's
-        trouble never reaches the task that started it, such as the server's lifespan)."""
-        if self._task is not None:
-            return
-        # Redirects are failures: a receiver that moved is re-configured, not followed.
-        self._client = httpx.AsyncClient(
-            transport=self._transport, follow_redirects=False, timeout=httpx.Timeout(60.0)
-        )
-        self._task = asyncio.create_task(self._run_all(), name="ledger-webhooks")
-
-    async def _run_all(self) -> None:
-        names = [endpoint.name for endpoint in self.config.endpoints]
-        while True:
-            try:
-                await self.db(lambda tables, _: tables.ensure(names))
-                break
-            except LedgerError as exc:
-                log.warning("webhooks: database not available yet (%s)", exc.message)
-                await anyio.sleep(self.config.poll)
-        await asyncio.gather(*(sender.run() for sender in self._senders))
-
-    async def stop(self) -> None:
-        """Stop every loop (a batch in flight is re-sent by whoever sends next) and hand the
-        leases back so that another replica takes over at once."""
-        await self._halt(release=True)
-
-    async def abandon(self) -> None:
-        """Stop every loop as a process that died would: the leases are left to lapse."""
-        await self._halt(release=False)
-
-    async def _halt(self, *, release: bool) -> None:
-        task, self._task = self._task, None
-        if task is None:
-            return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        client, self._client = self._client, None
-        if client is not None:
-            await client.aclose()
-        held = self.holding()
-        if held and release:
-            with anyio.move_on_after(RELEASE_TIMEOUT):
-                try:
-                    await self.db(lambda tables, _: tables.release(held, self.holder))
-                except LedgerError as exc:
-                    log.warning("webhooks: leases not handed back (%s); they lapse", exc.message)
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
-
-
-def server_sender(runtime: Runtime) -> WebhookSender | None:
-    """The server's sender when ``LEDGER_WEBHOOKS`` is set: on the server's ledger (opened on
-    first use), its worker threads and its metrics registry."""
-    config = runtime.settings.webhooks
-    if config is None:
-        return None
-    return WebhookSender(
-        config,
-        runtime.ledger,
-        metrics=WebhookMetrics(runtime.metrics.registry),
-        offload=runtime.offload,
-    )
-
-
-def webhook_handlers(
-    runtime: Runtime, source: Callable[[Ledger], EventSource] = ledger_feed
-) -> list[HTTPRouteHandler]:
-    """``GET /admin/webhooks``, bound to ``runtime`` (joins the operator router)."""
-
-    @get(
-        "/webhooks",
-        summary="Each webhook endpoint's cursor, lag, last error and sender",
-        **operator_docs(),
-    )
-    async def webhooks() -> dict[str, Any]:
-        config = runtime.settings.webhooks or WebhookConfig()
-
-        found = await runtime.call(lambda ledger: statuses(ledger, config, source(ledger)))
-        return {"endpoints": [item.to_dict() for item in found]}
-
-    return [webhooks]
