@@ -77,7 +77,7 @@ def _time_ordered_references() -> None:
 
 
 def _gc_freeze() -> None:
-    _replace("ledger.http.serve", "freeze_heap", lambda: None)
+    _replace("ledger.http.launch", "freeze_heap", lambda: None)
     _replace("ledger.writer.child", "freeze_heap", lambda: None)
 
 
