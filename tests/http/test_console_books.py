@@ -290,9 +290,10 @@ def test_the_overview_shows_the_days_deliveries_stale_holds_and_the_hourly_activ
 ) -> None:
     signed_in(client, "vic")
     page = client.get("/console/overview").text
+    # The count before the error key: on a phone the count (the link) is never scrolled away.
     assert [row[:4] for row in cells(page, "deliveries-24h")] == [
-        [PLACE_BET, "200", "", "2"],
-        [SETTLE_BET, "200", "", "1"],
+        [PLACE_BET, "200", "2", ""],
+        [SETTLE_BET, "200", "1", ""],
     ]
     assert "1 stale hold</a>" in page
     (hour,) = cells(page, "activity")
@@ -355,9 +356,16 @@ PAGES = [
     "/console/deliveries?bet=1001",
     "/console/holds",
     "/console/holds?all=1",
+    "/console/earnings",
+    "/console/users?uid=u1&at=2026-01-01",
     "/console/check",
     "/console/audit",
     "/console/operators",
+    # The pages that say no: a path that is none, an unknown user, bet and tournament.
+    "/console/nowhere",
+    "/console/users?uid=nobody",
+    "/console/bets?uid=999999",
+    "/console/tournaments?uid=999999",
 ]
 
 
@@ -415,7 +423,7 @@ def test_every_page_as_every_role_labels_inputs_orders_headings_and_scopes_table
             signed_in(client, role)
         answer = client.get(path)
         # An operators page refused to a viewer is itself a page that must pass.
-        assert answer.status_code in (200, 403), (path, answer.status_code, answer.text)
+        assert answer.status_code in (200, 403, 404), (path, answer.status_code, answer.text)
         rules = Rules()
         rules.feed(answer.text)
         assert rules.lang == "en", path

@@ -359,7 +359,7 @@ def test_no_time_field_is_left_to_the_browsers_locale_and_durations_read_as_word
     for path in ("/console/deliveries", "/console/earnings", "/console/users?uid=u1"):
         page = client.get(path).text
         assert 'type="datetime-local"' not in page
-        assert re.search(r'placeholder="2026-11-22 09:00"', page), path
+        assert re.search(r'placeholder="YYYY-MM-DD HH:MM"', page), path
     searched = client.get("/console/deliveries", params={"since": "2020-01-01 00:00"})
     assert searched.status_code == 200
     assert client.get("/console/deliveries", params={"since": "11/21/2026"}).status_code == 400

@@ -20,7 +20,7 @@ __all__ = ["TIME_PATTERN", "TIME_PLACEHOLDER", "add_filters", "duration", "utc_f
 # The HTML ``pattern`` of a time field: the date, then optionally the time to the minute or
 # second, then optionally Z.
 TIME_PATTERN = r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2})?)?Z?"
-TIME_PLACEHOLDER = "2026-11-22 09:00"
+TIME_PLACEHOLDER = "YYYY-MM-DD HH:MM"
 
 _UNITS = (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
 
@@ -65,7 +65,7 @@ def utc_field(text: str | None, name: str) -> str | None:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
         raise InvalidRequest(
-            f"{name}: expected a UTC time such as {TIME_PLACEHOLDER}, got {text[:64]!r}"
+            f"{name}: expected a UTC time such as 2026-11-22 09:00, got {text[:64]!r}"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
