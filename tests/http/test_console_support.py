@@ -149,6 +149,7 @@ def test_the_servers_root_leads_to_the_console(client: TestClient[Any]) -> None:
     answer = client.get("/", follow_redirects=False)
     assert answer.status_code in (302, 307)
     assert answer.headers["location"] == "/console"
+    assert answer.headers["x-frame-options"] == "DENY"
 
 
 def test_an_unknown_console_page_is_a_console_404_with_the_navigation(

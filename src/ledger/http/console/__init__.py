@@ -365,7 +365,12 @@ def console_handlers(runtime: Runtime) -> list[Any]:
     ]
     return [
         # The server's own root is the console's door.
-        root,
+        Router(
+            path="/",
+            route_handlers=[root],
+            include_in_schema=False,
+            middleware=[secure_headers(settings)],
+        ),
         Router(
             path=PREFIX,
             route_handlers=handlers,

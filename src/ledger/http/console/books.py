@@ -147,7 +147,8 @@ def books_handlers(kit: Kit) -> list[Any]:
                 found = ledger.tournaments(
                     status or None, q or None, limit=LIST_PAGE, before=before or None
                 )
-                statuses = ledger.tournament_statuses()
+                # A status asked for that no tournament has (from a link) stays a choice.
+                statuses = sorted({*ledger.tournament_statuses(), *([status] if status else [])})
                 return {**listing("tournaments", found), "statuses": statuses}
 
             return await kit.shown(request, session, "tournament.html", listed, uid=None, **filters)
