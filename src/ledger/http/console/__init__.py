@@ -14,8 +14,11 @@ Security, in one place:
 - Each page says which permission it needs (:func:`ledger.operators.allowed`); a refused action
   is a 403 and is audited like any other.
 
-The pages of the operator's books (deliveries, holds, lists) plug in through :data:`BOOKS_NAV`
-and the ``books`` blocks of ``base.html`` and ``overview.html``.
+The pages beyond sign-in and the overview live in their own modules (:mod:`.users`,
+:mod:`.books`, :mod:`.deliveries`, :mod:`.overview`, :mod:`.staff`), each given a :class:`.Kit`
+of what this core lends them; :data:`BOOKS_NAV` lists the books' pages in the navigation. No
+page is a dead end: ``/`` leads to the console, any other path under it answers a console 404
+page, and a refusal names what was refused and offers the way on (``error.html``).
 """
 
 from __future__ import annotations
