@@ -163,6 +163,10 @@ class DeliveryFilter:
     event: str | None = None
     since: datetime | None = None  # received at or after
     until: datetime | None = None  # received before
+    error: str | None = None  # the error key answered
+    # The start of the X-Request-Id, any case: what a support agent pastes is often cut short
+    # or retyped. Read by scanning the newest rows, not through the request id's index.
+    request_prefix: str | None = None
 
     @classmethod
     def parse(
@@ -174,9 +178,13 @@ class DeliveryFilter:
         event: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        error: str | None = None,
+        request_prefix: str | None = None,
     ) -> DeliveryFilter:
         """A filter from query-string or command-line text; a bad value is a 400."""
         return cls(
+            error=_bounded(error, "error", 64),
+            request_prefix=_bounded(request_prefix, "request id", 255),
             request_id=request_id or None,
             bet=None if bet in (None, "") else check_id(_integer(bet, "bet"), "bet"),
             status=None if status in (None, "") else _status(status),
@@ -193,6 +201,14 @@ def _integer(value: str | int | None, name: str) -> int:
         return int(str(value).strip())
     except ValueError:
         raise InvalidRequest(f"{name}: expected an integer, got {str(value)[:64]!r}") from None
+
+
+def _bounded(value: str | None, name: str, most: int) -> str | None:
+    if value is None or not value.strip():
+        return None
+    if len(value) > most:
+        raise InvalidRequest(f"{name}: at most {most} characters")
+    return value.strip()
 
 
 def _status(value: str | int) -> int:

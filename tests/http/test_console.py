@@ -152,7 +152,7 @@ def test_a_cashiers_deposit_lands_once_however_often_the_form_is_sent(
 ) -> None:
     csrf = signed_in(client, "cal")
     first, again = move(client, csrf, "ticket-7"), move(client, csrf, "ticket-7")
-    assert "applied." in first.text
+    assert "applied; the balances and the statement show it" in first.text
     assert "already applied earlier" in again.text
     assert available(client) == "15.00"
     entries = audit(client, action="deposit")

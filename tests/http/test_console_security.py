@@ -229,6 +229,7 @@ def test_the_session_cookie_is_secure_whenever_the_request_reached_a_trusted_pro
         "/console/audit.csv",
         "/console/static/console.css",
         "/console/tournaments?uid=x",
+        "/console/nowhere",
     ],
 )
 def test_every_console_answer_carries_the_security_headers_and_hsts_only_under_tls(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from .. import domain
@@ -112,18 +113,40 @@ class Directory(Books):
         *,
         limit: int = DEFAULT_LIMIT,
         before: str | None = None,
+        by_time: bool = False,
     ) -> Page[BetView]:
-        """Bets by uid, highest first, filtered by user, tournament and state, a page at a time."""
+        """Bets by uid, highest first (or, ``by_time``, the last placed first), filtered by
+        user, tournament and state, a page at a time."""
         user = None if user is None else check_user(user)
         pool = None if pool is None else check_id(pool, "pool")
         if state is not None and state not in _STATES:
             raise InvalidRequest(f"state: expected one of {', '.join(_STATES)}")
         limit = check_limit(limit)
+        if by_time:
+            return self._bets_by_time(user, pool, state, limit, before)
         key = position(before, int)
         after = None if key is None else int(key[0])
         rows = self._read(lambda reads: reads.bets(user, pool, state, limit + 1, after))
         page = page_of(rows, limit, lambda row: (row.bet.uid,))
         return Page([self._bet_view(row) for row in page.items], page.next)
+
+    def _bets_by_time(
+        self, user: str | None, pool: int | None, state: str | None, limit: int, before: str | None
+    ) -> Page[BetView]:
+        key = position(before, str, int)
+        after = None if key is None else (cursor_time(key[0]), int(key[1]))
+        rows = self._read(lambda reads: reads.bets_by_time(user, pool, state, limit + 1, after))
+        page = page_of(rows, limit, lambda row: (timestamp_key(row.placed_at), row.bet.uid))
+        return Page([self._bet_view(row) for row in page.items], page.next)
+
+    def tournament_names(self, uids: Iterable[int]) -> dict[int, str]:
+        """The names the platform gave these tournaments (those it named), by uid."""
+        wanted = sorted({check_id(uid, "pool uid") for uid in uids})
+        return self._read(lambda reads: reads.tournament_names(wanted))
+
+    def tournament_statuses(self) -> list[str]:
+        """Every status the platform gave a tournament, sorted (the choices of a filter)."""
+        return self._read(lambda reads: reads.tournament_statuses())
 
 
 def _tournament_view(row: TournamentRecord, report: PoolReport | None = None) -> TournamentView:

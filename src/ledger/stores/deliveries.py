@@ -68,6 +68,12 @@ def list_deliveries(
         query = query.where(d.id.in_(linked))
     if wanted.request_id is not None:
         query = query.where(d.request_id == wanted.request_id)
+    if wanted.request_prefix is not None:
+        escaped = wanted.request_prefix.lower().replace("\\", "\\\\")
+        escaped = escaped.replace("%", "\\%").replace("_", "\\_")
+        query = query.where(func.lower(d.request_id).like(escaped + "%", escape="\\"))
+    if wanted.error is not None:
+        query = query.where(d.error == wanted.error)
     if wanted.status is not None:
         query = query.where(d.status == wanted.status)
     if wanted.event is not None:

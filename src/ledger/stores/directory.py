@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, String, and_, cast, exists, func, literal, or_, select, text
@@ -27,10 +27,13 @@ __all__ = [
     "bet_postings",
     "bet_record",
     "bet_records",
+    "bets_by_time",
     "record_seen",
     "record_staged_users",
+    "tournament_names",
     "tournament_record",
     "tournament_records",
+    "tournament_statuses",
     "user_record",
     "user_records",
 ]
@@ -218,6 +221,27 @@ def tournament_record(connection: Connection, uid: int) -> TournamentRecord | No
     return _tournament(row, _entries(connection, [uid]).get(uid, {}))
 
 
+def tournament_names(connection: Connection, uids: Sequence[int]) -> dict[int, str]:
+    """The names of those of ``uids`` the platform named (a page's worth: one ``IN``)."""
+    if not uids:
+        return {}
+    query = select(tournaments.c.uid, tournaments.c.name).where(
+        tournaments.c.uid.in_(sorted(set(uids))), tournaments.c.name.is_not(None)
+    )
+    return {int(uid): str(name) for uid, name in connection.execute(query)}
+
+
+def tournament_statuses(connection: Connection) -> list[str]:
+    """Every status the payloads gave a tournament, sorted."""
+    query = (
+        select(tournaments.c.status)
+        .where(tournaments.c.status.is_not(None))
+        .distinct()
+        .order_by(tournaments.c.status)
+    )
+    return [str(status) for status in connection.scalars(query)]
+
+
 def _user(row: Any) -> UserRecord:
     return UserRecord(
         uid=row.uid,
@@ -316,6 +340,32 @@ def bet_records(
         query = query.where(bets.c.uid < before)
     rows = connection.execute(query.order_by(bets.c.uid.desc()).limit(limit))
     return [_bet(row) for row in rows]
+
+
+def bets_by_time(
+    connection: Connection,
+    user: str | None,
+    pool: int | None,
+    state: str | None,
+    limit: int,
+    before: tuple[datetime, int] | None,
+) -> list[BetRecord]:
+    """Up to ``limit`` bets, the last placed first (``placed_at, uid`` descending, a key that
+    never changes once written), after the keyset position ``before``, with the names."""
+    query = _bets_with_names()
+    if user is not None:
+        query = query.where(bets.c.user_uid == user)
+    if pool is not None:
+        query = query.where(bets.c.pool_uid == pool)
+    if state is not None:
+        query = query.where(bets.c.state == state)
+    if before is not None:
+        placed, uid = before[0].astimezone(UTC), before[1]
+        query = query.where(
+            or_(bets.c.placed_at < placed, and_(bets.c.placed_at == placed, bets.c.uid < uid))
+        )
+    ordered = query.order_by(bets.c.placed_at.desc(), bets.c.uid.desc()).limit(limit)
+    return [_bet(row) for row in connection.execute(ordered)]
 
 
 def bet_record(connection: Connection, uid: int) -> BetRecord | None:

@@ -221,6 +221,23 @@ class Reads(Protocol):
     ) -> list[BetRecord]:
         """Bets by uid descending, below ``before``."""
 
+    def bets_by_time(
+        self,
+        user: str | None,
+        pool: int | None,
+        state: str | None,
+        limit: int,
+        before: tuple[datetime, int] | None,
+    ) -> list[BetRecord]:
+        """Bets the last placed first (``placed_at, uid`` descending), after the keyset
+        ``before``."""
+
+    def tournament_names(self, uids: Sequence[int]) -> dict[int, str]:
+        """The name of each of ``uids`` the platform named (the others are left out)."""
+
+    def tournament_statuses(self) -> list[str]:
+        """Every tournament status seen, sorted."""
+
     def tournaments(
         self,
         status: str | None,

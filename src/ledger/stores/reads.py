@@ -111,6 +111,22 @@ class SqlReads:
     ) -> list[BetRecord]:
         return directory.bet_records(self._connection, user, pool, state, limit, before)
 
+    def bets_by_time(
+        self,
+        user: str | None,
+        pool: int | None,
+        state: str | None,
+        limit: int,
+        before: tuple[datetime, int] | None,
+    ) -> list[BetRecord]:
+        return directory.bets_by_time(self._connection, user, pool, state, limit, before)
+
+    def tournament_names(self, uids: Sequence[int]) -> dict[int, str]:
+        return directory.tournament_names(self._connection, uids)
+
+    def tournament_statuses(self) -> list[str]:
+        return directory.tournament_statuses(self._connection)
+
     def tournaments(
         self,
         status: str | None,

@@ -14,8 +14,11 @@ Security, in one place:
 - Each page says which permission it needs (:func:`ledger.operators.allowed`); a refused action
   is a 403 and is audited like any other.
 
-The pages of the operator's books (deliveries, holds, lists) plug in through :data:`BOOKS_NAV`
-and the ``books`` blocks of ``base.html`` and ``overview.html``.
+The pages beyond sign-in and the overview live in their own modules (:mod:`.users`,
+:mod:`.books`, :mod:`.deliveries`, :mod:`.overview`, :mod:`.staff`), each given a :class:`.Kit`
+of what this core lends them; :data:`BOOKS_NAV` lists the books' pages in the navigation. No
+page is a dead end: ``/`` leads to the console, any other path under it answers a console 404
+page, and a refusal names what was refused and offers the way on (``error.html``).
 """
 
 from __future__ import annotations
@@ -28,24 +31,28 @@ from typing import Annotated, Any, TypeVar
 import anyio
 from litestar import Request, Response, Router, get, post
 from litestar.datastructures import Cookie
-from litestar.params import QueryParameter
+from litestar.params import PathParameter
 from litestar.plugins.jinja import JinjaTemplateEngine
-from litestar.response import Redirect, Stream, Template
+from litestar.response import Redirect, Template
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
-from ... import views
-from ...errors import Forbidden, InvalidRequest, LedgerError
-from ...operators import ACTIONS, ROLES, Operators, Session, SignInFailed
+from ...errors import Forbidden, LedgerError
+from ...operators import Operators, Session, SignInFailed
 from ...service import Ledger
 from ..auth import request_address
-from ..filenames import CSV
 from ..limits import SignInGate, SignInThrottled
 from ..runtime import Runtime
 from ..secure import came_over_tls, nul_refused, secure_headers
-from .books import Kit, books_handlers, overview_books
+from .books import books_handlers
+from .deliveries import deliveries_handlers
+from .formats import add_filters
+from .kit import Kit
+from .overview import earnings_handlers, overview_books
+from .staff import staff_handlers
+from .users import users_handlers
 
-__all__ = ["BOOKS_NAV", "NAV", "console_handlers", "console_templates"]
+__all__ = ["BOOKS_NAV", "NAV", "ROLE_MAY", "console_handlers", "console_templates"]
 
 T = TypeVar("T")
 
@@ -75,12 +82,17 @@ NAV: list[tuple[str, str, str]] = [
 # The pages of the operator's books (:mod:`.books`) beyond the ones above; the overview's
 # deliveries, stale holds and chart fill the ``books`` block of overview.html.
 BOOKS_NAV: list[tuple[str, str, str]] = [
+    ("/earnings", "Earnings", "read"),
     ("/deliveries", "Deliveries", "read"),
     ("/holds", "Holds", "read"),
 ]
-
-# Query parameters (declared explicitly: Litestar deprecates inferring them).
-OptionalText = Annotated[str | None, QueryParameter()]
+# What each role may do, as a page refused for a role explains it.
+ROLE_MAY = {
+    "viewer": "read every page: overview, users, statements, bets, tournaments, earnings, "
+    "deliveries, holds, check results and the audit log, and export every list as CSV",
+    "cashier": "what a viewer may, and deposit or withdraw on a user's page",
+    "admin": "what a cashier may, and run check and manage operators",
+}
 
 
 class SignInNeeded(LedgerError):
@@ -94,8 +106,18 @@ class CsrfRefused(Forbidden):
     key = "csrf.invalid"
 
 
+class PageNotFound(LedgerError):
+    key = "not_found"
+    status = 404
+
+
 def console_templates() -> TemplateConfig[JinjaTemplateEngine]:
-    return TemplateConfig(directory=HERE / "templates", engine=JinjaTemplateEngine)
+    def configure(engine: JinjaTemplateEngine) -> None:
+        add_filters(engine.engine)
+
+    return TemplateConfig(
+        directory=HERE / "templates", engine=JinjaTemplateEngine, engine_callback=configure
+    )
 
 
 def _cookie(request: Request[Any, Any, Any], key: str, value: str, max_age: int | None) -> Cookie:
@@ -113,6 +135,22 @@ def _cookie(request: Request[Any, Any, Any], key: str, value: str, max_age: int 
 
 def _htmx(request: Request[Any, Any, Any]) -> bool:
     return request.headers.get("hx-request") == "true"
+
+
+def pages(kit: Kit) -> list[Any]:
+    """The pages beyond sign-in, overview, check, audit and operators."""
+    return [
+        *staff_handlers(kit),
+        *users_handlers(kit),
+        *books_handlers(kit),
+        *deliveries_handlers(kit),
+        *earnings_handlers(kit),
+    ]
+
+
+@get("/", include_in_schema=False)
+async def root() -> Redirect:
+    return Redirect(PREFIX)
 
 
 def console_handlers(runtime: Runtime) -> list[Any]:
@@ -168,13 +206,19 @@ def console_handlers(runtime: Runtime) -> list[Any]:
             for path, label, permission in NAV + BOOKS_NAV
             if session is not None and session.may(permission)
         ]
-        context.update(me=session, nav=nav, prefix=PREFIX, path=request.url.path)
+        context.update(me=session, nav=nav, prefix=PREFIX, path=request.url.path, role_may=ROLE_MAY)
         chosen = partial if partial is not None and _htmx(request) else template
         return Template(template_name=chosen, context=context, status_code=status)
 
     def failed(
-        request: Request[Any, Any, Any], session: Session | None, error: LedgerError
+        request: Request[Any, Any, Any],
+        session: Session | None,
+        error: LedgerError,
+        **context: Any,
     ) -> Template:
+        """The error page: what was refused and, for an unknown user, bet or tournament, the
+        search it came from (``context`` holds what was asked); an htmx request gets only the
+        notice."""
         return page(
             request,
             session,
@@ -182,6 +226,7 @@ def console_handlers(runtime: Runtime) -> list[Any]:
             partial="_error.html",
             status=error.status,
             error=error.to_dict(),
+            **context,
         )
 
     def audit(
@@ -205,6 +250,17 @@ def console_handlers(runtime: Runtime) -> list[Any]:
     @get("/", include_in_schema=False)
     async def home() -> Redirect:
         return Redirect(PREFIX + "/overview")
+
+    @get("/{rest:path}", include_in_schema=False)
+    async def unknown(
+        request: Request[Any, Any, Any], rest: Annotated[str, PathParameter()]
+    ) -> Template:
+        """Any other path under the console: a console page saying so, with the navigation
+        (or the way to sign in), never the API's JSON."""
+        token = request.cookies.get(COOKIE)
+        session = await call(lambda ledger: operators(ledger).session(token))
+        missing = PageNotFound(f"no console page at {PREFIX}{rest}")
+        return failed(request, session, missing)
 
     @get("/sign-in", include_in_schema=False)
     async def sign_in_form(request: Request[Any, Any, Any]) -> Template:
@@ -280,154 +336,6 @@ def console_handlers(runtime: Runtime) -> list[Any]:
 
         return page(request, session, "overview.html", **(await call(read)))
 
-    @post("/users/movements", include_in_schema=False)
-    async def movement(request: Request[Any, Any, Any]) -> Template:
-        session = await signed_in(request)
-        form = await form_of(request, session)
-        kind = form.get("kind", "")
-        user, reference = form.get("uid", ""), form.get("reference", "").strip()
-        currency, amount = form.get("currency", "").strip().upper(), form.get("amount", "").strip()
-        action = kind if kind in ("deposit", "withdrawal") else "deposit"
-        note = {"currency": currency, "amount": amount, "reference": reference}
-        try:
-            if kind not in ("deposit", "withdrawal"):
-                raise InvalidRequest("kind must be deposit or withdrawal")
-            session.require("move")
-            if not reference:
-                # The reference is what makes a double click land once.
-                raise InvalidRequest("a reference is required", key="reference.missing")
-            move = await call(
-                lambda ledger: (ledger.deposit if kind == "deposit" else ledger.withdraw)(
-                    user, currency, amount, reference
-                )
-            )
-        except LedgerError as error:
-            await call(audit(request, session, action, user, outcome=error.key, **note))
-            return failed(request, session, error)
-        # The amount as the ledger applied it (exact, at the currency's scale), not as typed.
-        note["amount"] = move.to_dict()["amount"]
-        await call(audit(request, session, action, user, applied=move.applied, **note))
-        return page(
-            request,
-            session,
-            "movement.html",
-            partial="_movement.html",
-            kind=kind,
-            movement=move.to_dict(),
-        )
-
-    @get("/check", include_in_schema=False)
-    async def check_page(request: Request[Any, Any, Any]) -> Template:
-        session = await signed_in(request)
-        last = await call(lambda ledger: operators(ledger).last_check())
-        return page(request, session, "check.html", last=last, report=None)
-
-    @post("/check", include_in_schema=False)
-    async def check_run(request: Request[Any, Any, Any]) -> Template:
-        session = await signed_in(request)
-        await form_of(request, session)
-        try:
-            session.require("check")
-        except LedgerError as error:
-            await call(audit(request, session, "check", outcome=error.key))
-            return failed(request, session, error)
-        report = views.check_dict(await call(lambda ledger: ledger.check()))
-        outcome = "ok" if report["ok"] else "ledger.check_failed"
-        await call(
-            audit(
-                request,
-                session,
-                "check",
-                outcome=outcome,
-                problems=len(report["problems"]),
-                transactions=report.get("transactions"),
-            )
-        )
-        return page(request, session, "check.html", partial="_check.html", report=report, last=None)
-
-    @get("/audit", include_in_schema=False)
-    async def audit_page(
-        request: Request[Any, Any, Any],
-        after: OptionalText = None,
-        action: OptionalText = None,
-    ) -> Template:
-        session = await signed_in(request)
-        try:
-            found = await call(lambda ledger: operators(ledger).audit(50, after, action or None))
-        except LedgerError as error:
-            return failed(request, session, error)
-        return page(
-            request,
-            session,
-            "audit.html",
-            partial="_audit_rows.html",
-            entries=found.items,
-            next=found.next,
-            action=action or "",
-            actions=ACTIONS,
-        )
-
-    @get("/audit.csv", include_in_schema=False)
-    async def audit_csv(
-        request: Request[Any, Any, Any], action: OptionalText = None
-    ) -> Response[Any]:
-        session = await signed_in(request)
-        try:
-            # Lazy: read a page at a time on a worker thread as the browser takes the lines.
-            lines = await call(lambda ledger: operators(ledger).audit_csv(action or None))
-        except LedgerError as error:
-            return failed(request, session, error)
-        await call(audit(request, session, "export", "audit", only=action))
-        return Stream(
-            lines,
-            media_type=CSV,
-            headers={"content-disposition": 'attachment; filename="audit.csv"'},
-        )
-
-    @get("/operators", include_in_schema=False)
-    async def operators_page(request: Request[Any, Any, Any]) -> Template:
-        session = await signed_in(request)
-        try:
-            session.require("operators")
-        except LedgerError as error:
-            return failed(request, session, error)
-        return page(request, session, "operators.html", **(await _operator_list()))
-
-    async def _operator_list() -> dict[str, Any]:
-        rows = await call(lambda ledger: operators(ledger).every())
-        return {"operators": rows, "roles": ROLES}
-
-    @post("/operators", include_in_schema=False)
-    async def operators_change(request: Request[Any, Any, Any]) -> Template:
-        """Add an operator, disable one, or set a password (``do`` says which)."""
-        session = await signed_in(request)
-        form = await form_of(request, session)
-        do, name = form.get("do", ""), form.get("name", "")
-        action = {"add": "operator_add", "disable": "operator_disable"}.get(do, "operator_passwd")
-        try:
-            session.require("operators")
-
-            def work(ledger: Ledger) -> None:
-                found = operators(ledger)
-                if do == "add":
-                    found.add(name, form.get("role", ""), form.get("password", ""))
-                elif do == "disable":
-                    found.disable(name)
-                elif do == "passwd":
-                    found.passwd(name, form.get("password", ""))
-                else:
-                    raise InvalidRequest("do must be add, disable or passwd")
-
-            await call(work)
-        except LedgerError as error:
-            await call(audit(request, session, action, name, outcome=error.key))
-            return failed(request, session, error)
-        role = form.get("role") if do == "add" else None
-        await call(audit(request, session, action, name, role=role))
-        return page(
-            request, session, "operators.html", done=f"{do}: {name}", **(await _operator_list())
-        )
-
     async def throttled(_: Request[Any, Any, Any], error: SignInThrottled) -> Response[Any]:
         # Answered after a pause, with the error body alone (no page): each connection of a
         # flood then costs the event loop one cheap answer a second instead of as many as it
@@ -451,20 +359,21 @@ def console_handlers(runtime: Runtime) -> list[Any]:
 
     handlers: list[Any] = [
         home,
+        unknown,
         sign_in_form,
         sign_in,
         sign_out,
         overview,
-        movement,
-        check_page,
-        check_run,
-        audit_page,
-        audit_csv,
-        operators_page,
-        operators_change,
-        *books_handlers(Kit(runtime, call, signed_in, page, failed, audit)),
+        *pages(Kit(runtime, call, signed_in, form_of, page, failed, audit)),
     ]
     return [
+        # The server's own root is the console's door.
+        Router(
+            path="/",
+            route_handlers=[root],
+            include_in_schema=False,
+            middleware=[secure_headers(settings)],
+        ),
         Router(
             path=PREFIX,
             route_handlers=handlers,
