@@ -65,6 +65,7 @@ KNOWN: tuple[str, ...] = (
     "LEDGER_CRASH_KILLS",
     "LEDGER_SOAK_SECONDS",
     "LEDGER_HYPOTHESIS_PROFILE",
+    "LEDGER_SCREENSHOTS",
 )
 
 
