@@ -97,12 +97,12 @@ def instrument() -> None:
         wrap(closing, name, f"closing.{name}")
     wrap(writing, "_append_events", "closing._append_events")
     wrap(writing, "_house_legs", "closing._house_legs")
-    wrap(closes, "_record_seen", "directory upsert (users, tournaments)")
+    wrap(closes, "record_seen", "directory upsert (users, tournaments)")
     # The set-based close records the directory itself: the tournaments, then the users from
     # its staged items in SQL.
     wrap(stored_directory, "record_seen", "directory upsert (tournaments)")
     wrap(stored_directory, "record_staged_users", "directory upsert of the staged users (SQL)")
-    wrap(closes, "_journal", "delivery journal row")
+    wrap(closes, "journal", "delivery journal row")
     wrap(sql.SqlUnitOfWork, "commit", "commit")
 
 
