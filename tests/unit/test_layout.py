@@ -4,6 +4,7 @@ library imports no package of the ``[server]`` or ``[kit]`` extras, and names do
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -260,3 +261,20 @@ def test_no_package_exports_a_name_that_hides_one_of_its_modules() -> None:
                     if (alias.asname or alias.name) in submodules
                 ]
     assert hidden == []
+
+
+def test_the_domain_decides_with_the_standard_library_alone() -> None:
+    """The domain never touches a database, a clock or a third-party package: it imports the
+    standard library, exact amounts (``ledger.money``), ``ledger.errors`` and its own modules."""
+    allowed = {"ledger.errors", "ledger.money"}
+    found = {
+        (name, imported)
+        for name, path in modules()
+        if within(name, "ledger.domain")
+        for imported in imports(name, path)
+        if (imported.startswith("ledger") or imported.split(".")[0] not in sys.stdlib_module_names)
+        and imported != "__future__"
+        and not within(imported, "ledger.domain")
+        and imported not in allowed
+    }
+    assert sorted(found) == []
