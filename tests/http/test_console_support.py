@@ -20,6 +20,7 @@ from litestar.testing import TestClient
 import ledger
 import ledger.operators
 from ledger.contract import PLACE_BET, SETTLE_BET
+from ledger.http.console import users
 from ledger.http.console.overview import chart
 from ledger.operators import Operators
 from ledger.views import HourActivity
@@ -301,6 +302,18 @@ def test_a_users_balance_at_a_chosen_moment_is_shown_and_exported(
     assert (line["currency"], line["available"]) == ("EUR", rows(now, "balances")[0].split("|")[1])
     bad = client.get("/console/users", params={"uid": "u1", "at": "11/21/26"})
     assert bad.status_code == 400
+
+
+def test_the_next_page_of_a_users_bets_keeps_the_moment_of_the_balances_asked_for(
+    client: TestClient[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(users, "LIST_PAGE", 2)
+    signed_in(client, "vic")
+    page = client.get("/console/users", params={"uid": "u1", "at": "2026-01-01"}).text
+    following = re.search(r'<a href="\?([^"]+)" rel="next"', page)
+    assert following, page
+    assert "at=2026-01-01T00%3A00%3A00Z" in following.group(1)
+    assert "bets_before=" in following.group(1)
 
 
 def test_the_user_list_shows_each_users_balances_and_exports_them(
