@@ -13,6 +13,7 @@ Refusals raise :class:`~ledger.errors.LedgerError`, which the ``ledger`` group p
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import json
 import os
@@ -36,6 +37,24 @@ if TYPE_CHECKING:
     from ..service import Ledger
 
 __all__ = ["COMMANDS", "serve", "token"]
+
+# The [server] extra's packages, imported only once the checks have passed; looked up here (not
+# imported) so that without the extra `ledger serve` and `ledger token` say which to install
+# (ledger.cli turns a ModuleNotFoundError of this module into `error: missing.extra`).
+SERVER_PACKAGES = ("litestar", "uvicorn", "prometheus_client", "jwt", "jinja2", "httpx", "limits")
+
+
+def _require(names: tuple[str, ...]) -> None:
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name)
+        except ValueError:  # in sys.modules as None: made impossible to import
+            found = None
+        if found is None:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+
+_require(SERVER_PACKAGES)
 
 DEV_CLIENT = "dev"
 DEV_TOKEN_TTL = 24 * 3600
