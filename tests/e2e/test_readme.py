@@ -51,7 +51,11 @@ def test_development_mode_prints_a_curl_that_places_a_free_entry(tmp_path: Path)
     assert code == 0, report
     assert lines_of(stdout)[-1] == "HTTP 200", report
     assert '"secrets"' in stdout, report
-    assert "Development mode: LEDGER_JWT_SECRET is not set" in (tmp_path / "serve.log").read_text()
+    log = (tmp_path / "serve.log").read_text()
+    assert "Development mode: LEDGER_JWT_SECRET is not set" in log
+    # The banner also leads to the console and to making its first operator.
+    assert "/console" in log
+    assert "ledger operators add admin --role admin" in log
 
 
 def test_the_three_commands_deposit_show_and_check(tmp_path: Path) -> None:

@@ -261,6 +261,11 @@ def _development(settings: Settings, base_url: str) -> tuple[Settings, str]:
             "",
             "  " + curl("/bets", authorization, paid_bet, "create:fantasy_team"),
             "",
+            f"The operators' console is at {base_url}/console. Add its first operator (the",
+            "command asks for a password) from another shell in this directory:",
+            "",
+            "  ledger operators add admin --role admin",
+            "",
         ]
     )
     return settings, banner
