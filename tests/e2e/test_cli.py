@@ -236,3 +236,25 @@ def test_a_command_interrupted_before_its_work_is_done_exits_130_without_abort(
     result = run("interrupted-midway")
     assert result.exit_code == 130
     assert result.output == "interrupted\n"
+
+
+def test_every_command_warns_about_a_misspelled_ledger_variable_naming_the_right_one(
+    tmp_path: Path,
+) -> None:
+    db = f"sqlite:///{tmp_path / 'ledger.db'}"
+    webhooks = json.dumps(
+        {"endpoints": [{"name": "crm", "url": "https://crm.example/hook",
+                        "secret_env": "LEDGER_CRM_SECRET"}]}
+    )  # fmt: skip
+    env = {
+        "LEDGER_DATABSE_URL": db,
+        "LEDGER_WEBHOOKS": webhooks,
+        "LEDGER_CRM_SECRET": "s" * 32,  # named by a webhook endpoint: read, not unknown
+    }
+    result = run("db", "upgrade", "--db", db, env=env)
+    assert result.exit_code == 0, result.output
+    assert (
+        "warning: config.unknown_variable: LEDGER_DATABSE_URL is not a ledger setting and is "
+        "ignored; did you mean LEDGER_DATABASE_URL?"
+    ) in result.output
+    assert "LEDGER_CRM_SECRET" not in result.output

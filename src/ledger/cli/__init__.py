@@ -15,7 +15,9 @@ any of them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 from typing import Any, NamedTuple
 
@@ -241,5 +243,25 @@ class _Main(click.Group):
 
 @click.group(cls=_Main)
 @click.version_option(package_name="ledger")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """A double-entry wallet ledger for a fantasy-sports platform's wallet callbacks."""
+    if ctx.invoked_subcommand != "serve":  # serve warns once it has read its settings
+        for line in _unknown_variables():
+            click.echo(line, err=True)
+
+
+def _unknown_variables() -> list[str]:
+    """A warning per ``LEDGER_*`` variable that no command reads: a misspelled one would
+    otherwise be ignored in silence. The variables a webhook endpoint names as its secret
+    (``LEDGER_WEBHOOKS``) are read too, and not unknown."""
+    from ..variables import RecordingEnviron, unknown_variable_warnings
+
+    environ = RecordingEnviron(os.environ)
+    if os.environ.get("LEDGER_WEBHOOKS", "").strip():
+        from ..webhooks import WebhookConfigError, parse_config
+
+        # A bad configuration is said by the commands that use it, not here.
+        with contextlib.suppress(WebhookConfigError):
+            parse_config(os.environ["LEDGER_WEBHOOKS"], environ=environ)
+    return unknown_variable_warnings(os.environ, also_read=environ.read)
