@@ -403,7 +403,7 @@ def test_postgres_replicates_the_sequence_of_its_unlogged_table_so_a_promoted_st
     engine = create_engine(normalize_url(postgres_url))
     try:
         with engine.connect() as connection:
-            persistence = dict(
+            persistence: dict[str, str] = dict(
                 connection.execute(
                     text(
                         "SELECT relname, relpersistence FROM pg_class "
