@@ -174,6 +174,16 @@ class PatroniNode:
         assert processes, f"{self.name}: no Postgres running"
         _kill_all(processes)
 
+    def lose_postgres(self) -> None:
+        """This node's Postgres is gone and cannot start again (its data directory unreadable,
+        as on a failed disk) while Patroni, and so its vote in the DCS, stays up."""
+        os.chmod(self.data_dir, 0)
+        self.kill_postgres()
+
+    def restore_postgres(self) -> None:
+        """The data directory readable again: Patroni starts Postgres at its next loop."""
+        os.chmod(self.data_dir, 0o700)
+
     def kill(self) -> None:
         """The whole node stops at once, Patroni and Postgres (the network stays up)."""
         if self.process is not None and self.process.poll() is None:
@@ -385,6 +395,8 @@ class Topology:
                 end_group(process, grace=5)
         for node in self.nodes:
             node.kill()
+            if node.data_dir.exists():
+                node.restore_postgres()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
