@@ -216,8 +216,11 @@ def _kill_all(processes: list[Any]) -> None:
 class Topology:
     """Three Patroni nodes, two ledger replicas, HAProxy, and pgbouncer if asked."""
 
-    def __init__(self, tmp_path: Path, *, pgbouncer: bool = False) -> None:
+    def __init__(
+        self, tmp_path: Path, *, pgbouncer: bool = False, env: dict[str, str] | None = None
+    ) -> None:
         require_packages()
+        self.env = env or {}  # the replicas' settings over the tests' (a benchmark's secret)
         self.tmp_path = tmp_path
         self.user = ServiceUser()
         # Not under pytest's tmp_path: that is private to root, the services run as postgres.
@@ -267,6 +270,7 @@ class Topology:
         if self.pgbouncer_port is not None:
             self._start_pgbouncer()
         extra = {"LEDGER_PG_PREPARE_THRESHOLD": "none"} if self.pgbouncer_port else {}
+        extra.update(self.env)
         for replica in self.replicas:
             replica.env.update(server_env(self.database_url(), LEDGER_DB_TIMEOUT="2", **extra))
             replica.start()
