@@ -391,3 +391,26 @@ def test_upgrade_to_0014_lists_the_placed_bets_as_open_holds(empty_url: str) -> 
             (1, placed),
             (3, placed + timedelta(hours=1)),
         ]
+
+
+def test_postgres_replicates_the_sequence_of_its_unlogged_table_so_a_promoted_standby_writes(
+    postgres_url: str,
+) -> None:
+    """journal_unsealed's rows are unlogged (migration 0017), its identity sequence is not
+    (migration 0020): a promoted Postgres 15 standby rebuilt an unlogged sequence zeroed, and
+    every write failed there (tests/topology runs the switchover itself)."""
+    ledger.open_ledger(postgres_url, migrate=True).close()
+    engine = create_engine(normalize_url(postgres_url))
+    try:
+        with engine.connect() as connection:
+            persistence: dict[str, str] = dict(
+                connection.execute(
+                    text(
+                        "SELECT relname, relpersistence FROM pg_class "
+                        "WHERE relname IN ('journal_unsealed', 'journal_unsealed_id_seq')"
+                    )
+                ).all()
+            )
+    finally:
+        engine.dispose()
+    assert persistence == {"journal_unsealed": "u", "journal_unsealed_id_seq": "p"}
