@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -414,3 +415,26 @@ def test_postgres_replicates_the_sequence_of_its_unlogged_table_so_a_promoted_st
     finally:
         engine.dispose()
     assert persistence == {"journal_unsealed": "u", "journal_unsealed_id_seq": "p"}
+
+
+def test_ledgers_opened_at_once_in_one_process_each_migrate(tmp_path: Path) -> None:
+    """Alembic keeps a running migration in a global: without taking turns, threads migrating
+    at once (the server opens its ledger ahead of start-up) failed with KeyError: 'config'."""
+    errors: list[BaseException] = []
+
+    def open_one(path: Path) -> None:
+        try:
+            ledger.open_ledger(f"sqlite:///{path}", migrate=True).close()
+        except BaseException as error:  # noqa: BLE001 - collected for the assertion
+            errors.append(error)
+
+    for round_ in range(3):
+        threads = [
+            threading.Thread(target=open_one, args=(tmp_path / f"{round_}-{n}.db",))
+            for n in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == []

@@ -6,6 +6,7 @@ The scripts live in this package so that an installed wheel can migrate a databa
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from alembic import command
@@ -44,4 +45,11 @@ def upgrade(connection: Connection, revision: str = "head") -> None:
     if connection.dialect.name == "postgresql":
         # Replicas starting together must not run the same migration twice.
         connection.exec_driver_sql("SELECT pg_advisory_xact_lock(7355608)")
-    command.upgrade(_config(connection), revision)
+    # Alembic keeps the running migration's context in a module global: two threads of one
+    # process upgrading at once (a ledger opened ahead of the server's start-up beside another
+    # store) took each other's context and failed with KeyError: 'config'. One at a time.
+    with _UPGRADING:
+        command.upgrade(_config(connection), revision)
+
+
+_UPGRADING = threading.Lock()
