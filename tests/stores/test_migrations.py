@@ -425,7 +425,7 @@ def test_ledgers_opened_at_once_in_one_process_each_migrate(tmp_path: Path) -> N
     def open_one(path: Path) -> None:
         try:
             ledger.open_ledger(f"sqlite:///{path}", migrate=True).close()
-        except BaseException as error:  # noqa: BLE001 - collected for the assertion
+        except BaseException as error:
             errors.append(error)
 
     for round_ in range(3):
