@@ -7,6 +7,7 @@ import importlib
 import json
 import re
 import shlex
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -258,3 +259,15 @@ def test_every_command_warns_about_a_misspelled_ledger_variable_naming_the_right
         "ignored; did you mean LEDGER_DATABASE_URL?"
     ) in result.output
     assert "LEDGER_CRM_SECRET" not in result.output
+
+
+def test_tickets_serve_on_a_busy_port_says_so_and_exits_1() -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        result = run(
+            "tickets", "serve", "--port", str(port), "--client", "acme", "--secret", "s" * 32
+        )
+    assert result.exit_code == 1, result.output
+    assert f"error: server.port_in_use: 127.0.0.1:{port} is already in use" in result.output

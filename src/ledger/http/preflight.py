@@ -23,8 +23,9 @@ def _address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def check_listen(host: str, port: int) -> None:
+def check_listen(host: str, port: int, *, server: str = "ledger serve") -> None:
     """Bind and listen on ``host:port`` for a moment, as the server will, then let it go.
+    ``server``: what the message guesses may hold the port already.
 
     The socket is made as uvicorn makes its own (IPv6 when the host has a colon, else IPv4, with
     ``SO_REUSEADDR``): connections of a server just stopped (TIME_WAIT) do not count as the port
@@ -41,7 +42,7 @@ def check_listen(host: str, port: int) -> None:
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise LedgerError(
-                    f"{_address(host, port)} is already in use (another ledger serve?)",
+                    f"{_address(host, port)} is already in use (another {server}?)",
                     key="server.port_in_use",
                 ) from None
             raise LedgerError(

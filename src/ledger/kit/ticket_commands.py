@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from ..http.preflight import check_listen
 from .options import F, first_secret
 from .ticket_api import ServerThread, TicketStore, create_ticket_app
 from .tickets import TICKET_TYPES, TicketClient, TicketError
@@ -181,6 +182,8 @@ def tickets_serve(host: str, port: int, client_name: str, secret: str) -> None:
 
     --client and --secret default to LEDGER_CLIENT_NAME and LEDGER_JWT_SECRET.
     """
+    # A busy port is said at once, as `ledger serve` says it, not as a bind's traceback.
+    check_listen(host, port, server="ledger tickets serve")
     store = TicketStore(secret=first_secret(secret))
     server = ServerThread(create_ticket_app(store, client_name=client_name), host=host, port=port)
     with server:
