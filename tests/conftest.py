@@ -39,17 +39,10 @@ class PostgresCluster:
         return url.render_as_string(hide_password=False)
 
     def url(self, database: str) -> str:
-        """The SQLAlchemy URL (psycopg 3) of ``database`` on this server.
-
-        ``LEDGER_TEST_PG_PREPARE_THRESHOLD=none``: the URL says ``?prepare_threshold=none``, so
-        every store the run opens prepares no statement server-side, as behind pgbouncer in
-        transaction mode (docs/operations/high-availability.md, pgbouncer)."""
+        """The SQLAlchemy URL (psycopg 3) of ``database`` on this server."""
         url = self._admin.set(drivername="postgresql+psycopg", database=database)
         if not url.password:
             url = url.set(password=None)
-        threshold = os.environ.get("LEDGER_TEST_PG_PREPARE_THRESHOLD")
-        if threshold:
-            url = url.update_query_dict({"prepare_threshold": threshold})
         return self._dsn(url)
 
     def execute(self, sql: str) -> None:
@@ -79,6 +72,27 @@ class PostgresCluster:
         if self._migrated_template is not None:
             self.drop_database(self._migrated_template)
             self._migrated_template = None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _prepare_threshold_from_env() -> Iterator[None]:
+    """``LEDGER_TEST_PG_PREPARE_THRESHOLD=none``: every Postgres store of the run prepares no
+    statement server-side, as behind pgbouncer in transaction mode
+    (docs/operations/high-availability.md, pgbouncer)."""
+    given = os.environ.get("LEDGER_TEST_PG_PREPARE_THRESHOLD")
+    if not given:
+        yield
+        return
+    from ledger.stores.postgres import PostgresStore
+
+    defaults = PostgresStore.__init__.__kwdefaults__
+    assert defaults is not None
+    saved = defaults["prepare_threshold"]
+    defaults["prepare_threshold"] = given
+    try:
+        yield
+    finally:
+        defaults["prepare_threshold"] = saved
 
 
 @pytest.fixture(scope="session")

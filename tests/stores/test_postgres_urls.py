@@ -170,7 +170,7 @@ def test_the_store_suite_passes_with_no_server_side_prepared_statements() -> Non
 
 
 def test_every_connection_of_the_run_gets_the_run_wide_prepare_threshold(postgres_url: str) -> None:
-    """With ``LEDGER_TEST_PG_PREPARE_THRESHOLD`` every store of the run prepares that way."""
+    """With ``LEDGER_TEST_PG_PREPARE_THRESHOLD`` (conftest) the whole run prepares that way."""
     given = os.environ.get("LEDGER_TEST_PG_PREPARE_THRESHOLD")
     expected = 5 if not given else parse_prepare_threshold(given)
     with ledger.open_ledger(postgres_url, migrate=True) as book:
