@@ -320,6 +320,18 @@ def _bet(row: Any) -> BetRecord:
     )
 
 
+def _bets_of(user: str | None, pool: int | None, state: str | None) -> Select[Any]:
+    """The bets with their names, of ``user``, ``pool`` and ``state`` where given."""
+    query = _bets_with_names()
+    if user is not None:
+        query = query.where(bets.c.user_uid == user)
+    if pool is not None:
+        query = query.where(bets.c.pool_uid == pool)
+    if state is not None:
+        query = query.where(bets.c.state == state)
+    return query
+
+
 def bet_records(
     connection: Connection,
     user: str | None,
@@ -329,13 +341,7 @@ def bet_records(
     before: int | None,
 ) -> list[BetRecord]:
     """Up to ``limit`` bets, by uid descending, below ``before``, with the names."""
-    query = _bets_with_names()
-    if user is not None:
-        query = query.where(bets.c.user_uid == user)
-    if pool is not None:
-        query = query.where(bets.c.pool_uid == pool)
-    if state is not None:
-        query = query.where(bets.c.state == state)
+    query = _bets_of(user, pool, state)
     if before is not None:
         query = query.where(bets.c.uid < before)
     rows = connection.execute(query.order_by(bets.c.uid.desc()).limit(limit))
@@ -352,13 +358,7 @@ def bets_by_time(
 ) -> list[BetRecord]:
     """Up to ``limit`` bets, the last placed first (``placed_at, uid`` descending, a key that
     never changes once written), after the keyset position ``before``, with the names."""
-    query = _bets_with_names()
-    if user is not None:
-        query = query.where(bets.c.user_uid == user)
-    if pool is not None:
-        query = query.where(bets.c.pool_uid == pool)
-    if state is not None:
-        query = query.where(bets.c.state == state)
+    query = _bets_of(user, pool, state)
     if before is not None:
         placed, uid = before[0].astimezone(UTC), before[1]
         query = query.where(
