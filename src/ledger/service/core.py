@@ -70,7 +70,7 @@ class LedgerCore:
             else direct
         )
         if writer_process is not None:
-            # Place Bets to a group commit in a child process (ledger.writer_process).
+            # Place Bets to a group commit in a child process (ledger.writer.process).
             self.writer = ProcessWriter(self.writer, writer_process)
         self._decoders = Decoders()
 

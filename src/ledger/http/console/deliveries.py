@@ -28,6 +28,11 @@ SHOWN_BETS = 3
 FIELDS = ("request_id", "bet", "status", "error", "event", "since", "until")
 
 
+def _form(*given: str | None) -> dict[str, str]:
+    """The search form's fields (in :data:`FIELDS` order) as typed, trimmed, blank for none."""
+    return {name: (value or "").strip() for name, value in zip(FIELDS, given, strict=True)}
+
+
 def _filter(form: dict[str, str]) -> DeliveryFilter:
     """The search form as a journal filter: the request id is a prefix in any case, times are
     UTC unless they say otherwise."""
@@ -59,8 +64,7 @@ def deliveries_handlers(kit: Kit) -> list[Any]:
     ) -> Template:
         """The delivery journal, newest first, searched by the form's fields."""
         session = await kit.signed_in(request)
-        given = (request_id, bet, status, error, event, since, until)
-        form = {name: (value or "").strip() for name, value in zip(FIELDS, given, strict=True)}
+        form = _form(request_id, bet, status, error, event, since, until)
 
         def listed(ledger: Ledger) -> dict[str, Any]:
             found = ledger.deliveries(_filter(form), limit=LIST_PAGE, before=before or None)
@@ -88,8 +92,7 @@ def deliveries_handlers(kit: Kit) -> list[Any]:
         until: Text = None,
     ) -> Response[Any]:
         session = await kit.signed_in(request)
-        given = (request_id, bet, status, error, event, since, until)
-        form = {name: (value or "").strip() for name, value in zip(FIELDS, given, strict=True)}
+        form = _form(request_id, bet, status, error, event, since, until)
         chosen = {key: value for key, value in form.items() if value}
         try:
             wanted = _filter(form)
