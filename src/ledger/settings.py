@@ -90,7 +90,7 @@ class Settings:
     dev_mode: bool = False
     # The delivery journal (ledger.deliveries). Off only to measure what it costs.
     delivery_journal: bool = True
-    # Place Bets applied in a child process (ledger.writer_process). from_env() turns it on
+    # Place Bets applied in a child process (ledger.writer.process). from_env() turns it on
     # unless LEDGER_WRITER_PROCESS=off, so `ledger serve` has it; an app built in process from
     # Settings(...) (the tests') does not start one unless asked.
     writer_process: bool = False

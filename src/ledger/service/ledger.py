@@ -63,7 +63,7 @@ def open_ledger(
     after ``stale_hold_days`` (see :meth:`Ledger.stale_rule`). ``read_url`` names a read
     replica (a streaming standby) that reports read from; see :meth:`Ledger._read`.
     ``writer_process`` applies Place Bets in a child process with a GIL of its own (the
-    callback server's default; see :mod:`ledger.writer_process`).
+    callback server's default; see :mod:`ledger.writer.process`).
     """
     store = open_store(url, migrate=migrate, **store_options)
     try:
