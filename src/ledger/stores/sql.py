@@ -31,6 +31,7 @@ from . import events as feed
 from .base import ClosingOutcome, Staged
 from .bet_rows import add_bets, close_bets
 from .dialect import BalanceMemo, Dialect
+from .port import Audit, Reads
 from .posting import post
 from .reads import SqlReads
 from .staged_close import close_staged
@@ -60,12 +61,14 @@ class SqlStore:
         return SqlUnitOfWork(self, write=write, bulk=bulk)
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[SqlReads]:
+    def reading(self) -> Iterator[Reads]:
         with self.translate_errors(), self.unit_of_work(write=False) as uow:
             yield SqlReads(uow.connection, self.dialect)
 
-    def auditing(self) -> contextlib.AbstractContextManager[SqlReads]:
-        return self.reading()
+    @contextlib.contextmanager
+    def auditing(self) -> Iterator[Audit]:
+        with self.translate_errors(), self.unit_of_work(write=False) as uow:
+            yield SqlReads(uow.connection, self.dialect)
 
     def close(self) -> None:
         self.engine.dispose()
