@@ -47,7 +47,7 @@ from .base import (
     UserRecord,
 )
 
-__all__ = ["Audit", "Reads", "Store", "UnitOfWork"]
+__all__ = ["Audit", "Reads", "Retention", "Store", "UnitOfWork"]
 
 
 class UnitOfWork(Protocol):
@@ -139,6 +139,13 @@ class UnitOfWork(Protocol):
 
     def record_seen(self, seen: Seen) -> None:
         """Upsert what a payload said of its tournaments and users (one uid each, sorted)."""
+
+    def retention(self) -> Retention:
+        """What retention deletes, in this unit of work."""
+
+
+class Retention(Protocol):
+    """Retention's deletes: the event feed's and the delivery journal's oldest rows."""
 
     def prune_events(self, cutoff: datetime, batch: int, through: int | None = None) -> int:
         """Delete the events of up to ``batch`` of the oldest transactions committed before

@@ -34,6 +34,7 @@ from .dialect import BalanceMemo, Dialect
 from .port import Audit, Reads
 from .posting import post
 from .reads import SqlReads
+from .retention import SqlRetention
 from .staged_close import close_staged
 
 __all__ = ["SqlStore", "SqlUnitOfWork"]
@@ -285,23 +286,16 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             feed.append(self._conn, self._dialect, grp, first, rows)
 
-    def prune_events(self, cutoff: datetime, batch: int, through: int | None = None) -> int:
-        with self._store.translate_errors():
-            return feed.prune(self._conn, cutoff, batch, through)
-
-    def slowest_webhook(self) -> tuple[str, int] | None:
-        with self._store.translate_errors():
-            return feed.slowest_cursor(self._conn)
-
     # --- the delivery journal -------------------------------------------------------------------
 
     def record_deliveries(self, records: Sequence[DeliveryRecord]) -> None:
         with self._store.translate_errors():
             journal.record(self._conn, self._dialect, records)
 
-    def prune_deliveries(self, cutoff: datetime, batch: int) -> int:
-        with self._store.translate_errors():
-            return journal.prune(self._conn, cutoff, batch)
+    # --- retention ----------------------------------------------------------------------------
+
+    def retention(self) -> SqlRetention:
+        return SqlRetention(self._conn, self._store.translate_errors)
 
     # --- reads and the audit --------------------------------------------------------------------
 
