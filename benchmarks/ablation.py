@@ -30,6 +30,8 @@ MECHANISMS: list[tuple[str, dict[str, str], tuple[str, ...], str]] = [
     ("writer_process", {"LEDGER_WRITER_PROCESS": "off"}, ("sqlite", "postgres"), "a"),
     ("group_commit", {"ABLATE_MECHANISM": "group_commit"}, ("sqlite", "postgres"), "a"),
     ("even_batches", {"ABLATE_MECHANISM": "even_batches"}, ("sqlite", "postgres"), "a"),
+    ("held_writes", {"ABLATE_MECHANISM": "held_writes"}, ("postgres",), "a"),
+    ("binary_arrays", {"ABLATE_MECHANISM": "binary_arrays"}, ("postgres",), "a"),
     ("fast_path", {"ABLATE_MECHANISM": "fast_path"}, ("sqlite", "postgres"), "a"),
     ("jwt_memo", {"ABLATE_MECHANISM": "jwt_memo"}, ("sqlite", "postgres"), "a"),
     ("gc_freeze", {"ABLATE_MECHANISM": "gc_freeze"}, ("sqlite", "postgres"), "a"),
