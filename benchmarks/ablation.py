@@ -41,7 +41,6 @@ MECHANISMS: list[tuple[str, dict[str, str], tuple[str, ...], str]] = [
     ("checkpointer", {"ABLATE_MECHANISM": "checkpointer"}, ("sqlite",), "a"),
     ("time_ordered_references", {"ABLATE_MECHANISM": "time_ordered_references"}, ("sqlite",), "a"),
     ("set_based_close", {"ABLATE_MECHANISM": "set_based_close"}, ("sqlite", "postgres"), "c"),
-    ("decoder_pool", {"ABLATE_MECHANISM": "decoder_pool"}, ("sqlite", "postgres"), "c"),
     ("gc_pause", {"ABLATE_MECHANISM": "gc_pause"}, ("sqlite", "postgres"), "c"),
 ]
 

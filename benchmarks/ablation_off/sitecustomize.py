@@ -128,10 +128,6 @@ def _jwt_memo() -> None:
     _replace("ledger.http.auth", "_VERIFIED", Forgetful())
 
 
-def _decoder_pool() -> None:
-    _replace("ledger.service.payloads", "INLINE_BODY", 1 << 62)  # decoded on the caller's thread
-
-
 def _set_based_close() -> None:
     _replace("ledger.commands.closes", "SET_BASED_FROM", 1 << 62)  # every close bet by bet
 
@@ -150,7 +146,6 @@ SWITCHES: dict[str, Callable[[], None]] = {
     "gc_pause": _gc_pause,
     "fast_path": _fast_path,
     "jwt_memo": _jwt_memo,
-    "decoder_pool": _decoder_pool,
     "set_based_close": _set_based_close,
 }
 

@@ -144,10 +144,11 @@ def test_one_write_calls_only_downward_through_the_layers(
             edges.add((caller, callee))
 
     url = f"sqlite:///{tmp_path}/l.db"
-    options = {"group_commit": writer == "group-commit", "writer_process": writer == "process"}
     threading.setprofile(profile)  # the group-commit writer thread starts on the first write
     try:
-        with ledger.open_ledger(url, **options) as book:
+        with ledger.open_ledger(
+            url, group_commit=writer == "group-commit", writer_process=writer == "process"
+        ) as book:
             book.deposit("u1", "EUR", "100.00", reference="seed")
             if write == "settle":
                 book.place_bets(json.dumps(PLACE).encode())

@@ -23,7 +23,7 @@ from ..stores import (
 )
 from ..writer import Command, DirectWriter, GroupCommit, Writer
 from ..writer.process import ChildSpec, ProcessWriter
-from .payloads import Decoders
+from .payloads import submit_paused
 
 if TYPE_CHECKING:
     pass
@@ -72,7 +72,6 @@ class LedgerCore:
         if writer_process is not None:
             # Place Bets to a group commit in a child process (ledger.writer.process).
             self.writer = ProcessWriter(self.writer, writer_process)
-        self._decoders = Decoders()
 
     def __enter__(self) -> Self:
         return self
@@ -87,15 +86,14 @@ class LedgerCore:
 
     def close(self) -> None:
         """Finish every write already submitted, then release the database."""
-        self._decoders.close()
         self.writer.close()
         self.store.close()
         if self.read_store is not None:
             self.read_store.close()
 
     def _submit(self, payload: Any, command: Callable[[Any], Command[R]]) -> Future[R]:
-        """Validate ``payload`` into a command and submit it (see :class:`.payloads.Decoders`)."""
-        return self._decoders.submit(self.writer, payload, command)
+        """Validate ``payload`` into a command and submit it (see :mod:`.payloads`)."""
+        return submit_paused(self.writer, payload, command)
 
     def _read(self, work: Callable[[Reads], T], *, primary: bool = False) -> T:
         """Run a read in a read-only transaction: on the read replica when there is one.
