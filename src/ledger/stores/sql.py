@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Literal, Self
@@ -31,6 +31,7 @@ from . import events as feed
 from .base import ClosingOutcome, Staged
 from .bet_rows import add_bets, close_bets
 from .dialect import BalanceMemo, Dialect
+from .limit_rows import SqlLimits
 from .posting import post
 from .reads import SqlReads
 from .staged_close import close_staged
@@ -51,6 +52,8 @@ class SqlStore:
         # Events committed through this store object: the appended-events counter (metrics).
         self.events_appended = 0
         self._counting = threading.Lock()
+        # The clock of the responsible-gambling limits (windows, cooling-off): injectable.
+        self.clock: Callable[[], datetime] = _now
 
     def _appended(self, count: int) -> None:
         with self._counting:
@@ -109,6 +112,7 @@ class SqlUnitOfWork:
         # longer hold.
         self._balances: BalanceMemo = {}
         self._committed = False
+        self._limits: SqlLimits | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -144,6 +148,16 @@ class SqlUnitOfWork:
         if self._connection is None:
             raise RuntimeError("the unit of work is not open")
         return self._connection
+
+    @property
+    def limits(self) -> SqlLimits:
+        """The responsible-gambling limits in this transaction (:mod:`.limit_rows`)."""
+        if self._limits is None:
+            store = self._store
+            self._limits = SqlLimits(
+                lambda: self._conn, self._dialect, store.clock, store.translate_errors
+            )
+        return self._limits
 
     def commit(self) -> None:
         count = self._event_count
