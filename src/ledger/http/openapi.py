@@ -115,6 +115,22 @@ ERRORS: dict[str, tuple[int, str]] = {
     "auth.token_expired": (401, "the token has expired"),
     "operator.invalid_token": (401, "invalid operator token"),
     "user.insufficient_funds": (402, "user u1 has insufficient EUR funds"),
+    "user.stake_limit_reached": (
+        403,
+        "user u1: stake limit per day of 2500 EUR (minor units) reached: 2000 used, 1000 asked; "
+        "enough room from 2026-11-28T12:00:00+00:00",
+    ),
+    "user.loss_limit_reached": (
+        403,
+        "user u1: loss limit per week of 5000 EUR (minor units) reached: 4800 used, 1000 asked; "
+        "enough room from 2026-11-30T09:00:00+00:00",
+    ),
+    "user.deposit_limit_reached": (
+        403,
+        "user u1: deposit limit per month of 100000 EUR (minor units) reached: 100000 used, "
+        "500 asked; enough room from 2026-12-20T08:00:00+00:00",
+    ),
+    "user.excluded": (403, "user u1 is excluded until 2026-12-27T12:00:00+00:00"),
     "auth.wrong_client": (403, "client 'other' is not this wallet's client"),
     "auth.wrong_role": (403, "role 'user' may not call this endpoint (needs admin)"),
     "auth.ip_forbidden": (403, "address 192.0.2.1 is not allowed"),
@@ -395,7 +411,14 @@ _MOVEMENT_EXAMPLE = {"user": "u1", "currency": "EUR", "amount": "100.00", "refer
 
 _CALLBACKS: dict[type[Struct], tuple[tuple[str, ...], Any, OpenAPIResponse]] = {
     PlaceBetsRequest: (
-        (*_CALLBACK, "user.insufficient_funds", "bet.conflict"),
+        (
+            *_CALLBACK,
+            "user.insufficient_funds",
+            "bet.conflict",
+            "user.stake_limit_reached",
+            "user.loss_limit_reached",
+            "user.excluded",
+        ),
         _PLACE_EXAMPLE,
         _SECRETS,
     ),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from ..commands import CancelPendingLimit, Exclude, SetLimit
+from ..commands import CancelPendingLimit, Exclude, PruneLimitActivity, SetLimit
 from ..contract import check_currency, check_text, check_user
 from ..domain.limits import KINDS, PERIODS, Activity, Limit, LimitKind, Period, used
 from ..errors import InvalidRequest
@@ -108,6 +108,14 @@ class PlayerLimits(LedgerCore):
             ExclusionView(item.starts_at, item.until, item.reason, by, item.active(now))
             for item, by in found
         ]
+
+    def prune_limit_activity(self, *, batch: int = 1000) -> int:
+        """Delete the limit activity older than the longest window (30 days), which no check
+        reads again, ``batch`` rows per unit of work; how many rows went."""
+        total = 0
+        while gone := self.writer.run(PruneLimitActivity(batch)):
+            total += gone
+        return total
 
     def _change(
         self,
