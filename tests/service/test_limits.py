@@ -11,6 +11,7 @@ from decimal import Decimal
 import pytest
 
 import ledger
+from ledger.stores.limit_rows import SqlLimits
 from support import payloads as P
 from support.books import balance, raises_key
 
@@ -230,3 +231,27 @@ def test_bad_limit_requests_are_refused_with_nothing_changed(limited: ledger.Led
         limited.exclude("u1", START - timedelta(hours=1), reason="past", by="user")
     assert limited.limits("u1") == []
     assert limited.exclusions("u1") == []
+
+
+def test_a_huge_set_based_settle_records_the_payouts_of_limited_users(
+    limited: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    set_based = []
+    recorded = SqlLimits.record_set_returns
+    monkeypatch.setattr(
+        SqlLimits,
+        "record_set_returns",
+        lambda self, *args: set_based.append(args) or recorded(self, *args),
+    )
+    limited.set_limit("lim", "EUR", "loss", "day", "10.00", by="user")
+    entries = [P.entry(1, "lim", ticket="t-1")]
+    entries += [P.entry(uid, "u1", ticket="t-1") for uid in range(2, 1_202)]
+    limited.place_bets(P.place(*entries))
+    payouts = [(1, "4.00", "lim")] + [(uid, "1.00", "u1") for uid in range(2, 1_202)]
+    closed = limited.settle(P.settle(7, *payouts))
+    assert len(closed.closed) == 1_201
+    [view] = limited.limits("lim")
+    assert view.used == Decimal("-4.00")
+    assert view.room == Decimal("14.00")
+    assert limited.limits("u1") == []
+    assert len(set_based) == 1  # closed set-based, in SQL
