@@ -236,13 +236,14 @@ def test_bad_limit_requests_are_refused_with_nothing_changed(limited: ledger.Led
 def test_a_huge_set_based_settle_records_the_payouts_of_limited_users(
     limited: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    set_based = []
+    set_based: list[tuple[str, int]] = []
     recorded = SqlLimits.record_set_returns
-    monkeypatch.setattr(
-        SqlLimits,
-        "record_set_returns",
-        lambda self, *args: set_based.append(args) or recorded(self, *args),
-    )
+
+    def counted(self: SqlLimits, key: str, after_posting: int) -> None:
+        set_based.append((key, after_posting))
+        recorded(self, key, after_posting)
+
+    monkeypatch.setattr(SqlLimits, "record_set_returns", counted)
     limited.set_limit("lim", "EUR", "loss", "day", "10.00", by="user")
     entries = [P.entry(1, "lim", ticket="t-1")]
     entries += [P.entry(uid, "u1", ticket="t-1") for uid in range(2, 1_202)]
