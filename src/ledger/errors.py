@@ -131,10 +131,6 @@ class LimitReached(LedgerError):
     key = "user.stake_limit_reached"
     status = 403
 
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message, key=f"user.{kind}_limit_reached")
-        self.kind = kind
-
 
 class UserExcluded(LedgerError):
     """The user is in a time-out or a self-exclusion: no entry and no deposit until it ends."""

@@ -166,3 +166,16 @@ def test_limit_changes_and_exclusions_are_audited_with_who_asked(client: TestCli
     assert found[:2] == [("exclude", "u1", "ok", "user"), ("limit", "u1", "ok", "user")]
     assert entries[1]["detail"]["kind"] == "stake"
     assert Decimal(entries[1]["detail"]["amount"]) == 5
+
+
+def test_a_refusal_decided_in_the_writer_process_answers_403_with_its_key(
+    tmp_path: Path,
+) -> None:
+    with serve(tmp_path, writer_process=True) as client:
+        wallet = Wallet(client)
+        wallet.deposit("u1", "100.00")
+        put_limit(client, "u1", currency="EUR", kind="loss", period="week", amount="5.00")
+        refused = wallet.place(P.place(P.entry(1)))
+        assert refused.status_code == 403
+        assert refused.json()["error"] == "user.loss_limit_reached"
+        assert wallet.balance("u1") == ("100.00", "0.00")

@@ -114,7 +114,9 @@ class Gate:
         )
         if refused is None:
             return None
-        return LimitReached(refused.kind, f"user {user}: {refused.message(currency)}")
+        return LimitReached(
+            f"user {user}: {refused.message(currency)}", key=f"user.{refused.kind}_limit_reached"
+        )
 
     def _record(self, user: str, currency: str, item: Activity) -> None:
         self._activity[(user, currency)].append(item)
