@@ -52,6 +52,7 @@ __all__ = [
     "BET_SETTLED",
     "DEFAULT_RETENTION_DAYS",
     "DEPOSIT",
+    "EXCLUSION_ENDED",
     "LIMIT_CHANGED",
     "MAX_WAIT",
     "ROW_COLUMNS",
@@ -65,6 +66,7 @@ __all__ = [
     "event_dict",
     "event_text",
     "excluded_row",
+    "exclusion_ended_row",
     "limit_row",
     "movement_rows",
     "page_dict",
@@ -82,7 +84,17 @@ DEPOSIT = "deposit"
 WITHDRAWAL = "withdrawal"
 LIMIT_CHANGED = "limit.changed"
 USER_EXCLUDED = "user.excluded"
-TYPES = (BET_PLACED, BET_REFUNDED, BET_SETTLED, DEPOSIT, WITHDRAWAL, LIMIT_CHANGED, USER_EXCLUDED)
+EXCLUSION_ENDED = "user.exclusion_ended"
+TYPES = (
+    BET_PLACED,
+    BET_REFUNDED,
+    BET_SETTLED,
+    DEPOSIT,
+    WITHDRAWAL,
+    LIMIT_CHANGED,
+    USER_EXCLUDED,
+    EXCLUSION_ENDED,
+)
 
 # Like the delivery journal: seamless-wallet providers keep transaction records four months.
 DEFAULT_RETENTION_DAYS = 120
@@ -313,6 +325,11 @@ def limit_row(
     return EventRow(
         LIMIT_CHANGED, user, None, None, currency, amount or 0, None, None, None, reference, None
     )
+
+
+def exclusion_ended_row(user: str, reason: str) -> EventRow:
+    """The ``user.exclusion_ended`` row of exclusions lifted early (``reason`` why)."""
+    return EventRow(EXCLUSION_ENDED, user, None, None, "", 0, None, None, None, reason, None)
 
 
 def excluded_row(user: str, until: str | None) -> EventRow:

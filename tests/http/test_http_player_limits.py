@@ -179,3 +179,28 @@ def test_a_refusal_decided_in_the_writer_process_answers_403_with_its_key(
         assert refused.status_code == 403
         assert refused.json()["error"] == "user.loss_limit_reached"
         assert wallet.balance("u1") == ("100.00", "0.00")
+
+
+def test_an_exclusion_is_lifted_only_through_its_own_route_with_a_reason(
+    client: TestClient[Any],
+) -> None:
+    client.post(
+        "/admin/users/u1/exclusions",
+        json={"until": None, "reason": "self-exclusion"},
+        headers=OPERATOR_HEADERS,
+    )
+    unreasoned = client.post(
+        "/admin/users/u1/exclusions/lift", json={"by": "alice"}, headers=OPERATOR_HEADERS
+    )
+    assert unreasoned.status_code == 400
+    lifted = client.post(
+        "/admin/users/u1/exclusions/lift",
+        json={"reason": "entered in error", "by": "alice"},
+        headers=OPERATOR_HEADERS,
+    )
+    assert lifted.json() == {"user": "u1", "ended": 1}
+    entries = client.get("/admin/audit", headers=OPERATOR_HEADERS).json()["audit"]
+    assert (entries[0]["action"], entries[0]["detail"]["reason"]) == (
+        "lift_exclusion",
+        "entered in error",
+    )

@@ -256,3 +256,20 @@ def test_a_huge_set_based_settle_records_the_payouts_of_limited_users(
     assert view.room == Decimal("14.00")
     assert limited.limits("u1") == []
     assert len(set_based) == 1  # closed set-based, in SQL
+
+
+def test_only_an_administrator_lifts_an_exclusion_early_with_a_reason_recorded(
+    limited: ledger.Ledger,
+) -> None:
+    limited.deposit("u1", "EUR", "100.00", "d1")
+    limited.exclude("u1", reason="self-exclusion", by="user")
+    assert limited.lift_exclusion("u1", reason="entered in error", by="admin:alice") == 1
+    stake(limited, 1)
+    found = [(view.reason, view.by, view.active) for view in limited.exclusions("u1")]
+    assert found == [
+        ("self-exclusion", "user", False),
+        ("lifted: entered in error", "admin:alice", False),
+    ]
+    types = [event.type for event in limited.events(0, limit=10).events]
+    assert types[-2:] == ["user.exclusion_ended", "bet.placed"]
+    assert limited.lift_exclusion("u1", reason="again", by="admin:alice") == 0

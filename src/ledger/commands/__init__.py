@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from .chunks import CHUNK
 from .closes import SET_BASED_FROM, RefundBets, SettleBets, closes_set_based
-from .limit_changes import CancelPendingLimit, Exclude, PruneLimitActivity, SetLimit
+from .limit_changes import (
+    CancelPendingLimit,
+    Exclude,
+    LiftExclusion,
+    PruneLimitActivity,
+    SetLimit,
+)
 from .movements import Move
 from .places import PlaceBets
 from .upkeep import PruneDeliveries, PruneEvents, RecordDelivery
@@ -17,6 +23,7 @@ __all__ = [
     "SET_BASED_FROM",
     "CancelPendingLimit",
     "Exclude",
+    "LiftExclusion",
     "Move",
     "PlaceBets",
     "PruneDeliveries",

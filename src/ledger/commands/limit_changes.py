@@ -12,7 +12,7 @@ from ..errors import InvalidRequest
 from ..stores import UnitOfWork
 from ..writer.port import Single
 
-__all__ = ["CancelPendingLimit", "Exclude", "PruneLimitActivity", "SetLimit"]
+__all__ = ["CancelPendingLimit", "Exclude", "LiftExclusion", "PruneLimitActivity", "SetLimit"]
 
 
 def _current(uow: UnitOfWork, user: str, currency: str, kind: str, period: str) -> Limit | None:
@@ -116,6 +116,27 @@ class Exclude(Single):
         until = None if kept.until is None else kept.until.isoformat()
         uow.append_events([events.excluded_row(self.user, until)])
         return kept
+
+
+@dataclass(frozen=True, slots=True)
+class LiftExclusion(Single):
+    """An administrator ends a user's exclusions in force before their end, with a reason,
+    recorded as an exclusion row of no length (``lifted: <reason>``). Answers how many ended."""
+
+    user: str
+    reason: str
+    by: str
+    size: int = 1
+
+    def apply(self, uow: UnitOfWork) -> int:
+        limits = uow.limits
+        limits.mark_limited(self.user)
+        now = limits.clock()
+        ended = limits.lift_exclusions(self.user)
+        if ended:
+            limits.add_exclusion(self.user, Exclusion(now, now, f"lifted: {self.reason}"), self.by)
+            uow.append_events([events.exclusion_ended_row(self.user, self.reason)])
+        return ended
 
 
 def _ends(item: Exclusion) -> datetime:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
-from ..commands import CancelPendingLimit, Exclude, PruneLimitActivity, SetLimit
+from ..commands import CancelPendingLimit, Exclude, LiftExclusion, PruneLimitActivity, SetLimit
 from ..contract import check_currency, check_text, check_user
 from ..domain.limits import KINDS, PERIODS, Activity, Limit, LimitKind, Period, used
 from ..errors import InvalidRequest
@@ -97,6 +97,14 @@ class PlayerLimits(LedgerCore):
         kept = self.writer.run(command)
         now = self.store.clock()
         return ExclusionView(kept.starts_at, kept.until, kept.reason, by, kept.active(now))
+
+    def lift_exclusion(self, user: str, *, reason: str, by: str) -> int:
+        """End ``user``'s exclusions in force before their end: an administrator's act, with
+        its reason, recorded (an exclusion row ``lifted: <reason>``, event
+        ``user.exclusion_ended``). Answers how many ended (0: none was in force)."""
+        user = check_user(user)
+        command = LiftExclusion(user, check_text(reason, "reason"), check_text(by, "by"))
+        return self.writer.run(command)
 
     def exclusions(self, user: str) -> list[ExclusionView]:
         """``user``'s exclusions, oldest first, each saying whether it is in force."""

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy import Connection, and_, delete, func, insert, select, update
+from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
 
 from ..domain.limit_gate import Gate, UserState
 from ..domain.limits import PERIODS, Activity, Exclusion, Limit
@@ -246,6 +246,18 @@ class SqlLimits:
                 }
             ],
         )
+
+    @_translated
+    def lift_exclusions(self, user: str) -> int:
+        """End ``user``'s exclusions in force now; how many there were."""
+        now = self.clock()
+        active = and_(
+            exclusions.c.user_uid == user,
+            exclusions.c.starts_at <= now,
+            or_(exclusions.c.until.is_(None), exclusions.c.until > now),
+        )
+        result = self._conn.execute(update(exclusions).where(active).values(until=now))
+        return int(result.rowcount or 0)
 
     @_translated
     def activity(self, user: str) -> dict[str, list[Activity]]:

@@ -91,6 +91,9 @@ class Limits(Protocol):
     def add_exclusion(self, user: str, exclusion: Exclusion, by: str) -> None:
         """Record an exclusion."""
 
+    def lift_exclusions(self, user: str) -> int:
+        """End ``user``'s exclusions in force now (an administrator's act); how many."""
+
     def activity(self, user: str) -> dict[str, list[Activity]]:
         """``user``'s activity of the longest window, per currency."""
 

@@ -4,7 +4,8 @@
 answered with its ``pending`` change and ``effective_at``), ``DELETE
 .../limits/{kind}/{period}?currency=EUR`` removes one (after the cooling-off), ``GET
 .../limits`` shows them with their use and room; ``POST .../exclusions`` excludes the user
-(``until`` an ISO 8601 instant, or ``null``: indefinite), ``GET .../exclusions`` lists them.
+(``until`` an ISO 8601 instant, or ``null``: indefinite), ``GET .../exclusions`` lists them;
+only ``POST .../exclusions/lift`` with a ``reason`` and who (``by``) ends one early.
 
 The operator's systems relay the player's own choices here: ``by`` in the body says who asked
 (``"user"`` when the player did; an operator's name otherwise; default ``"operator"``). Every
@@ -107,6 +108,20 @@ def player_limit_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
         view = await runtime.call(lambda ledger: ledger.exclude(uid, until, reason=reason, by=by))
         return {"user": uid, **view.to_dict()}
 
+    @post(
+        "/users/{uid:str}/exclusions/lift",
+        status_code=200,
+        summary="End a user's exclusion early: an administrator's act, with a reason",
+        **operator_docs("request.malformed_json", "request.invalid"),
+    )
+    async def lift(uid: UserId, request: Request[Any, Any, Any]) -> dict[str, Any]:
+        require_json(request.headers.get("content-type"))
+        body = _object(await request.body())
+        reason, by = _text(body, "reason"), _text(body, "by")
+        note(request, user=uid, reason=reason, by=by)
+        ended = await runtime.call(lambda ledger: ledger.lift_exclusion(uid, reason=reason, by=by))
+        return {"user": uid, "ended": ended}
+
     @get(
         "/users/{uid:str}/exclusions",
         summary="A user's exclusions, oldest first, each saying whether it is in force",
@@ -116,7 +131,7 @@ def player_limit_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
         found = await runtime.call(lambda ledger: ledger.exclusions(uid))
         return {"user": uid, "exclusions": [view.to_dict() for view in found]}
 
-    return [set_limit, remove_limit, limits, exclude, exclusions]
+    return [set_limit, remove_limit, limits, exclude, lift, exclusions]
 
 
 def _object(body: bytes) -> dict[str, Any]:

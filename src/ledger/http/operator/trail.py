@@ -124,6 +124,8 @@ def _action_of_user_path(path: str) -> str:
     if path.startswith("/admin/users/"):
         if path.endswith("/exclusions"):
             return "exclude"
+        if path.endswith("/exclusions/lift"):
+            return "lift_exclusion"
         if "/limits" in path:
             return "limit"
     return "admin"
