@@ -11,8 +11,17 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
+import ledger
+import ledger.operators
+from ledger.operators import Operators
 from support import payloads as P
+from support.console import PASSWORD, sign_in
 from support.httpkit import OPERATOR_HEADERS, Wallet, serve
+
+
+@pytest.fixture(autouse=True)
+def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ledger.operators, "COST", (2**10, 8, 1))
 
 
 @pytest.fixture
@@ -204,3 +213,21 @@ def test_an_exclusion_is_lifted_only_through_its_own_route_with_a_reason(
         "lift_exclusion",
         "entered in error",
     )
+
+
+def test_the_console_user_page_shows_the_limits_and_exclusions(tmp_path: Path) -> None:
+    with serve(tmp_path) as client:
+        with ledger.open_ledger(f"sqlite:///{tmp_path}/ledger.db") as book:
+            Operators(book.store).add("vic", "viewer", PASSWORD)
+        Wallet(client).deposit("u1", "10.00")
+        put_limit(client, "u1", currency="EUR", kind="stake", period="week", amount="12.50")
+        client.post(
+            "/admin/users/u1/exclusions",
+            json={"until": None, "reason": "self-exclusion"},
+            headers=OPERATOR_HEADERS,
+        )
+        assert sign_in(client, "vic").status_code == 303
+        page = client.get("/console/users?uid=u1").text
+        assert "stake per week" in page
+        assert "12.50" in page
+        assert "self-exclusion" in page
