@@ -24,6 +24,7 @@ from ..domain.limit_gate import Gate, UserState
 from ..domain.limits import PERIODS, Activity, Exclusion, Limit
 from .dialect import Dialect
 from .limit_tables import exclusions, limit_activity, limit_changes, limited_users, limits
+from .schema import from_stored
 
 __all__ = ["LONGEST", "LimitChange", "SqlLimits"]
 
@@ -152,12 +153,17 @@ class SqlLimits:
         for row in conn.execute(select(exclusions).where(exclusions.c.user_uid.in_(users))):
             found_exclusions[row.user_uid].append(_exclusion(row))
         activity: dict[str, dict[str, list[Activity]]] = {user: {} for user in users}
-        query = select(limit_activity).where(
-            limit_activity.c.user_uid.in_(users), limit_activity.c.at > now - LONGEST
-        )
-        for row in conn.execute(query):
-            activity[row.user_uid].setdefault(row.currency, []).append(
-                Activity(utc_at(row.at), row.deposit, row.stake, row.returned)
+        # Plain SQL, values converted here: a window may hold thousands of rows, and
+        # SQLAlchemy's per-row processing cost 14 us a row (2,000 rows: 28 ms a check).
+        sql = _ACTIVITY.replace("?)", ", ".join(["?"] * len(users)) + ")", 1)
+        since = self._dialect.timestamp(now - LONGEST)
+        rows = self._dialect.run(conn, _marks(conn, sql), (*users, since)).fetchall()
+        moment = _moment_reader(conn)
+        for user, currency, at, deposit, stake, returned in rows:
+            activity[user].setdefault(currency, []).append(
+                Activity(
+                    moment(at), from_stored(deposit), from_stored(stake), from_stored(returned)
+                )
             )
         return {
             user: UserState(
@@ -293,6 +299,10 @@ class SqlLimits:
 
 
 # Written with "?" placeholders, swapped for the driver's own (:func:`_marks`).
+_ACTIVITY = (
+    "SELECT user_uid, currency, at, deposit, stake, returned FROM limit_activity "
+    "WHERE user_uid IN (?) AND at > ?"
+)
 _LIMITED = "SELECT user_uid FROM limited_users WHERE user_uid IN (?)"
 _SET_RETURNS = (
     "INSERT INTO limit_activity (user_uid, currency, at, deposit, stake, returned) "
@@ -306,6 +316,19 @@ _SET_RETURNS = (
 def _marks(connection: Connection, sql: str) -> str:
     """``sql`` with the driver's placeholder: qmark on sqlite3, format on psycopg."""
     return sql if connection.dialect.paramstyle == "qmark" else sql.replace("?", "%s")
+
+
+def _moment_reader(connection: Connection) -> Callable[[Any], datetime]:
+    """How a raw timestamp reads back: SQLite's text (UTC, no zone), Postgres' datetime."""
+    if connection.dialect.paramstyle == "qmark":
+        return _sqlite_moment
+    return utc_at
+
+
+def _sqlite_moment(value: Any) -> datetime:
+    if isinstance(value, datetime):
+        return utc_at(value)
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
 def utc(moment: datetime | None) -> datetime | None:
