@@ -155,9 +155,19 @@ class SqlLimits:
         activity: dict[str, dict[str, list[Activity]]] = {user: {} for user in users}
         # Plain SQL, values converted here: a window may hold thousands of rows, and
         # SQLAlchemy's per-row processing cost 14 us a row (2,000 rows: 28 ms a check).
+        # Only as far back as the longest period any of them has a limit for (none: an
+        # exclusion alone reads no activity).
+        longest = max(
+            (PERIODS[item.period] for found in found_limits.values() for item in found),
+            default=None,
+        )
         sql = _ACTIVITY.replace("?)", ", ".join(["?"] * len(users)) + ")", 1)
-        since = self._dialect.timestamp(now - LONGEST)
-        rows = self._dialect.run(conn, _marks(conn, sql), (*users, since)).fetchall()
+        since = None if longest is None else self._dialect.timestamp(now - longest)
+        rows = (
+            []
+            if since is None
+            else self._dialect.run(conn, _marks(conn, sql), (*users, since)).fetchall()
+        )
         moment = _moment_reader(conn)
         for user, currency, at, deposit, stake, returned in rows:
             activity[user].setdefault(currency, []).append(
