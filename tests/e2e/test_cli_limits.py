@@ -70,3 +70,12 @@ def test_the_limits_page_block_runs_as_written(
         outputs[-1].splitlines()[2],
     ]
     assert "until 2030-01-01T00:00:00+00:00 (in force): time-out" in outputs[-1]
+
+
+def test_exclude_lift_ends_an_exclusion_with_its_reason(store_url: str) -> None:
+    run("exclude", "u1", "--reason", "self-exclusion", "--db", store_url)
+    lifted = run("exclude", "u1", "--lift", "--reason", "error", "--by", "alice", "--db", store_url)
+    assert lifted.exit_code == 0, lifted.output
+    assert lifted.output.strip() == "user u1: 1 exclusion(s) ended"
+    shown = json.loads(run("limits", "show", "u1", "--json", "--db", store_url).output)
+    assert [item["active"] for item in shown["exclusions"]] == [False, False]

@@ -121,10 +121,27 @@ def show(db: str, user: str, as_json: bool) -> None:
 @click.argument("user")
 @click.option("--until", help="ISO 8601 instant with its zone; without it, indefinite.")
 @click.option("--reason", required=True, help="Why (a time-out, a self-exclusion...).")
+@click.option(
+    "--lift",
+    is_flag=True,
+    help="End USER's exclusion early instead: an administrator's act, --reason recorded.",
+)
 @BY
 @JSON
-def exclude(db: str, user: str, until: str | None, reason: str, by: str, as_json: bool) -> None:
+def exclude(
+    db: str, user: str, until: str | None, reason: str, lift: bool, by: str, as_json: bool
+) -> None:
     """Exclude USER from betting and depositing until --until, or indefinitely."""
+    if lift:
+        if until is not None:
+            fail(LedgerError("--lift takes no --until", key="request.invalid"))
+        with opened(db) as book:
+            ended = book.lift_exclusion(user, reason=reason, by=by)
+        if as_json:
+            emit({"user": user, "ended": ended})
+        else:
+            click.echo(f"user {user}: {ended} exclusion(s) ended")
+        return
     try:
         moment = None if until is None else parse_instant(until, "until")
     except LedgerError as error:
