@@ -64,6 +64,8 @@ class SqlLimits:
         self._dialect = dialect
         self.clock = clock
         self._translate = translate
+        # The limits' probe already made with a Place Bet's reads: (users, the limited).
+        self._probed: tuple[list[str], list[str]] | None = None
 
     @property
     def _conn(self) -> Connection:
@@ -76,7 +78,11 @@ class SqlLimits:
         """The gate for writes of ``users`` now: empty (admits everything, records nothing)
         unless some of them are limited, whose state is then read under their lock."""
         now = self.clock()
-        found = self._lock(users) if users else []
+        probed, self._probed = self._probed, None
+        if probed is not None and probed[0] == sorted(users):
+            found = probed[1]
+        else:
+            found = self._lock(users) if users else []
         if not found:
             return Gate({}, now)
         return Gate(self._states(found, now), now)
@@ -131,6 +137,11 @@ class SqlLimits:
         """The highest posting id so far (0 before the first)."""
         found = self._dialect.run(self._conn, "SELECT max(id) FROM postings").fetchone()
         return 0 if found is None or found[0] is None else int(found[0])
+
+    def probed(self, users: list[str], limited: list[str]) -> None:
+        """The probe of ``users`` (sorted) made with the same transaction's reads, their
+        ``limited`` rows locked: the next :meth:`gate` for them uses it."""
+        self._probed = (users, limited)
 
     def _lock(self, users: Collection[str]) -> list[str]:
         return self._limited(users, lock=True)

@@ -136,8 +136,10 @@ class UnitOfWork(Protocol):
         uids: Sequence[int],
         debited: Collection[tuple[str, str]],
         credited: Collection[tuple[str, str]],
+        users: Collection[str] = (),
     ) -> tuple[dict[int, Bet], dict[tuple[str, str], int]]:
-        """What a decision to post reads: the recorded bets among ``uids`` and the balances of
+        """What a decision to post reads (and, where it saves a round trip, the limits' probe
+        of ``users`` for :meth:`Limits.gate`): the recorded bets among ``uids`` and the balances of
         the ``(name, currency)`` accounts among ``debited`` and ``credited`` that exist, before
         this unit of work posts to them. The accounts are held for its writes (locked on
         Postgres, SQLite's writer holding the database), which then read none of them again:

@@ -207,11 +207,24 @@ class SqlUnitOfWork:
         uids: Sequence[int],
         debited: Collection[tuple[str, str]],
         credited: Collection[tuple[str, str]],
+        users: Collection[str] = (),
     ) -> tuple[dict[int, Bet], dict[tuple[str, str], int]]:
+        probe: dict[str, list[str]] = {}
+        ordered = sorted(users)
         with self._store.translate_errors():
-            return queries.bets_and_balances(
-                self._conn, self._dialect, uids, set(debited) | set(credited), self._balances
+            found = queries.bets_and_balances(
+                self._conn,
+                self._dialect,
+                uids,
+                set(debited) | set(credited),
+                self._balances,
+                ordered,
+                probe,
             )
+        if "limited" in probe:
+            # The limits' probe rode along (Postgres): the gate need not ask again.
+            self.limits.probed(ordered, probe["limited"])
+        return found
 
     def add_bets(self, new_bets: Sequence[Bet]) -> None:
         if new_bets:
