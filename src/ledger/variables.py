@@ -56,6 +56,7 @@ KNOWN: tuple[str, ...] = (
     "LEDGER_DELIVERY_JOURNAL",
     "LEDGER_STALE_HOLD_GRACE",
     "LEDGER_STALE_HOLD_DAYS",
+    "LEDGER_LIMIT_COOLING_OFF",
     "LEDGER_WEBHOOKS",
     # The conformance kit's.
     "LEDGER_TICKETS_URL",

@@ -83,6 +83,12 @@ COMMANDS: dict[str, _Entry] = {
         None,
         "The event feed in commit order, after an id (``prune`` deletes old events).",
     ),
+    "exclude": _Entry(
+        "ledger.cli.limits",
+        "exclude",
+        None,
+        "Exclude USER from betting and depositing until --until, or indefinitely.",
+    ),
     "holds": _Entry(
         "ledger.cli.books",
         "holds",
@@ -94,6 +100,12 @@ COMMANDS: dict[str, _Entry] = {
         "house",
         None,
         "Show the house accounts per currency, and what the house earned over a period.",
+    ),
+    "limits": _Entry(
+        "ledger.cli.limits",
+        "limits",
+        None,
+        "A player's deposit, stake and loss limits: set, remove, cancel a pending change, show.",
     ),
     "operators": _Entry(
         "ledger.cli.operators",

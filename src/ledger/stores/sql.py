@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Literal, Self
@@ -31,6 +31,7 @@ from . import events as feed
 from .base import ClosingOutcome, Staged
 from .bet_rows import add_bets, close_bets
 from .dialect import BalanceMemo, Dialect
+from .limit_rows import SqlLimits
 from .port import Audit, Reads
 from .posting import post
 from .reads import SqlReads
@@ -53,6 +54,8 @@ class SqlStore:
         # Events committed through this store object: the appended-events counter (metrics).
         self.events_appended = 0
         self._counting = threading.Lock()
+        # The clock of the responsible-gambling limits (windows, cooling-off): injectable.
+        self.clock: Callable[[], datetime] = _now
 
     def _appended(self, count: int) -> None:
         with self._counting:
@@ -113,6 +116,7 @@ class SqlUnitOfWork:
         # longer hold.
         self._balances: BalanceMemo = {}
         self._committed = False
+        self._limits: SqlLimits | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -148,6 +152,16 @@ class SqlUnitOfWork:
         if self._connection is None:
             raise RuntimeError("the unit of work is not open")
         return self._connection
+
+    @property
+    def limits(self) -> SqlLimits:
+        """The responsible-gambling limits in this transaction (:mod:`.limit_rows`)."""
+        if self._limits is None:
+            store = self._store
+            self._limits = SqlLimits(
+                lambda: self._conn, self._dialect, store.clock, store.translate_errors
+            )
+        return self._limits
 
     def commit(self) -> None:
         count = self._event_count
@@ -197,11 +211,24 @@ class SqlUnitOfWork:
         uids: Sequence[int],
         debited: Collection[tuple[str, str]],
         credited: Collection[tuple[str, str]],
+        users: Collection[str] = (),
     ) -> tuple[dict[int, Bet], dict[tuple[str, str], int]]:
+        probe: dict[str, list[str]] = {}
+        ordered = sorted(users)
         with self._store.translate_errors():
-            return queries.bets_and_balances(
-                self._conn, self._dialect, uids, set(debited) | set(credited), self._balances
+            found = queries.bets_and_balances(
+                self._conn,
+                self._dialect,
+                uids,
+                set(debited) | set(credited),
+                self._balances,
+                ordered,
+                probe,
             )
+        if "limited" in probe:
+            # The limits' probe rode along (Postgres): the gate need not ask again.
+            self.limits.probed(ordered, probe["limited"])
+        return found
 
     def add_bets(self, new_bets: Sequence[Bet]) -> None:
         if new_bets:

@@ -72,6 +72,9 @@ def _user_page(
         "at": moment,
         "balances_then": then,
         "currencies": known_currencies(ledger, *(item["currency"] for item in balances)),
+        # Shown, not edited here: the operator API and `ledger limits` change them.
+        "limits": [view.to_dict() for view in ledger.limits(uid)],
+        "exclusions": [view.to_dict() for view in ledger.exclusions(uid)],
     }
 
 

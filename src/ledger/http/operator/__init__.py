@@ -6,7 +6,8 @@ deposit endpoint would be a money printer.
 
 One module per resource: :mod:`.movements` (deposits, withdrawals), :mod:`.books` (balances,
 statements, holds, the house, bets, reports, the check), :mod:`.deliveries`, :mod:`.audit`,
-:mod:`.reconciliations`; CSV exports in :mod:`.exports`; and :mod:`.trail`, the log line (and
+:mod:`.reconciliations`, :mod:`.player_limits` (responsible-gambling limits and
+exclusions); CSV exports in :mod:`.exports`; and :mod:`.trail`, the log line (and
 audit entry) every request leaves. The directory, the event feed and the webhooks' status join
 the same router from their own modules.
 """
@@ -28,6 +29,7 @@ from .audit import audit_handler
 from .books import books_handlers
 from .deliveries import deliveries_handler
 from .movements import movement_handlers
+from .player_limits import player_limit_handlers
 from .reconciliations import reconciliations_handler
 from .trail import operator_log
 from .webhooks import webhook_handlers
@@ -44,6 +46,7 @@ def operator_router(runtime: Runtime) -> Router:
     handlers: list[HTTPRouteHandler] = [
         audit_handler(runtime),
         *movement_handlers(runtime),
+        *player_limit_handlers(runtime),
         *books_handlers(runtime),
         reconciliations_handler(runtime),
         deliveries_handler(runtime),
