@@ -296,3 +296,24 @@ def test_pruning_drops_what_no_window_reads_and_leaves_every_window_as_it_was(
         stake(limited, 100, "315.01")
     assert "per month" in str(refused.value)
     stake(limited, 101, "315.00")
+
+
+def test_a_first_limit_counts_the_last_30_days_already_in_the_journal(
+    limited: ledger.Ledger, clock: Clock
+) -> None:
+    limited.deposit("u1", "EUR", "70.00", reference="old")  # 31 days before the limit
+    clock.advance(days=31)
+    limited.deposit("u1", "EUR", "60.00", reference="yesterday")
+    stake(limited, 1, "25.00")
+    clock.advance(hours=20)
+    limited.set_limit("u1", "EUR", "deposit", "day", "100.00", by="user")
+    limited.set_limit("u1", "EUR", "stake", "week", "30.00", by="user")
+    views = {(view.kind, view.period): view.used for view in limited.limits("u1")}
+    assert views == {("deposit", "day"): Decimal("60.00"), ("stake", "week"): Decimal("25.00")}
+    with raises_key("user.deposit_limit_reached"):
+        limited.deposit("u1", "EUR", "40.01", reference="today")
+    limited.deposit("u1", "EUR", "40.00", reference="today")
+    with raises_key("user.stake_limit_reached"):
+        stake(limited, 2, "5.01")
+    clock.advance(hours=4)  # the 60.00 left the day's window
+    limited.deposit("u1", "EUR", "60.00", reference="later")

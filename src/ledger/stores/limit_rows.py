@@ -21,6 +21,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, and_, delete, insert, or_, select, tuple_, update
 
+from ..domain.journal import TxnKind
 from ..domain.limit_gate import Gate, UserState
 from ..domain.limits import PERIODS, Activity, Exclusion, Limit, Period, Use
 from .dialect import Dialect
@@ -30,10 +31,9 @@ from .limit_tables import (
     limit_activity,
     limit_changes,
     limit_hours,
-    limited_users,
     limits,
 )
-from .schema import from_stored, to_stored
+from .schema import from_stored, postings, to_stored, transactions
 
 __all__ = ["LONGEST", "LimitChange", "SqlLimits"]
 
@@ -266,13 +266,44 @@ class SqlLimits:
 
     @_translated
     def mark_limited(self, user: str) -> None:
-        """Make ``user`` a limited user, and lock its limit state (first, like every writer)."""
+        """Make ``user`` a limited user, and lock its limit state (first, like every writer).
+        A user limited for the first time brings the movements of its last 30 days from the
+        journal: a limit set today counts what the user deposited, staked and got back
+        yesterday, as the player and the regulator read a window."""
         now = self.clock()
-        row = (user, self._dialect.timestamp(now))
-        self._dialect.insert_rows(
-            self._conn, limited_users, ("user_uid", "since"), [row], ignore_conflicts=True
-        )
+        conn = self._conn
+        inserted = self._dialect.run(
+            conn, _marks(conn, _MARK_LIMITED), (user, self._dialect.timestamp(now))
+        ).fetchall()
         self._lock([user])
+        if inserted:
+            self._from_journal(user, now)
+
+    def _from_journal(self, user: str, now: datetime) -> None:
+        """Record ``user``'s movements of the longest window from the journal (once)."""
+        query = (
+            select(postings.c.currency, transactions.c.created_at, transactions.c.kind,
+                   postings.c.amount)
+            .join(transactions, transactions.c.id == postings.c.txn_id)
+            .where(
+                postings.c.account == f"user:{user}",
+                transactions.c.created_at > now - LONGEST,
+                transactions.c.created_at <= now,
+            )
+        )  # fmt: skip
+        rows = []
+        for currency, created_at, kind, amount in self._conn.execute(query):
+            deposit = amount if kind == TxnKind.DEPOSIT and amount > 0 else 0
+            stake = -amount if kind == TxnKind.HOLD and amount < 0 else 0
+            returned = amount if kind in _RETURNS and amount > 0 else 0
+            if deposit or stake or returned:
+                rows.append(
+                    {"user_uid": user, "currency": currency, "at": utc_at(created_at),
+                     "deposit": deposit, "stake": stake, "returned": returned}
+                )  # fmt: skip
+        if rows:
+            self._conn.execute(insert(limit_activity), rows)
+            self._add_hours(rows)
 
     @_translated
     def user_limits(self, user: str) -> list[Limit]:
@@ -400,6 +431,11 @@ _WINDOW = (
     "SELECT at, deposit, stake, returned FROM limit_activity "
     "WHERE user_uid = ? AND currency = ? AND at > ?"
 )
+_MARK_LIMITED = (
+    "INSERT INTO limited_users (user_uid, since) VALUES (?, ?) "
+    "ON CONFLICT (user_uid) DO NOTHING RETURNING user_uid"
+)
+_RETURNS = (TxnKind.REFUND, TxnKind.SETTLE)
 _LIMITED = "SELECT user_uid FROM limited_users WHERE user_uid IN (?)"
 _SET_RETURNS = (
     "INSERT INTO limit_activity (user_uid, currency, at, deposit, stake, returned) "

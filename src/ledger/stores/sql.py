@@ -54,7 +54,8 @@ class SqlStore:
         # Events committed through this store object: the appended-events counter (metrics).
         self.events_appended = 0
         self._counting = threading.Lock()
-        # The clock of the responsible-gambling limits (windows, cooling-off): injectable.
+        # The clock of the journal's times and the responsible-gambling limits (windows,
+        # cooling-off): injectable, so that both read one time.
         self.clock: Callable[[], datetime] = _now
 
     def _appended(self, count: int) -> None:
@@ -275,7 +276,7 @@ class SqlUnitOfWork:
                 seen,
                 describe_users,
                 event_slots=self.event_slots,
-                now=_now,
+                now=self._store.clock,
             )
 
     # --- transactions ---------------------------------------------------------------------------
@@ -289,7 +290,7 @@ class SqlUnitOfWork:
             return
         try:
             with self._store.translate_errors():
-                post(self._conn, self._dialect, self._balances, new_transactions, _now)
+                post(self._conn, self._dialect, self._balances, new_transactions, self._store.clock)
         except BaseException:
             # Some of it may have been written (a failed executemany keeps its earlier rows):
             # the memo no longer says what the balances are.
