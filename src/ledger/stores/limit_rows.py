@@ -386,9 +386,8 @@ class SqlLimits:
         return int(result.rowcount or 0)
 
     @_translated
-    def use(self, user: str) -> dict[str, dict[Period, Use]]:
-        """What each window of ``user`` holds now, per currency it has a limit in."""
-        currencies = {item.currency for item in self.user_limits(user)}
+    def use(self, user: str, currencies: Collection[str]) -> dict[str, dict[Period, Use]]:
+        """What each window of ``user`` holds now in each of ``currencies``."""
         use = self._uses({(user, currency): list(PERIODS) for currency in currencies}, self.clock())
         return {currency: found for (_, currency), found in use.items()}
 
