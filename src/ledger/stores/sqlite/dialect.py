@@ -326,7 +326,8 @@ class SqliteDialect:
         # Multi-row statements, as the rows stream: a million items of twelve columns took 4.1 s
         # of CPU one row a statement and take 3.3 s 512 rows a statement (one step of the
         # statement, not one per row; the binding is the same), the statement measured alone.
-        width, rest = len(given), cast(list[tuple[Any, ...]], [])
+        width = len(given)
+        rest: list[tuple[Any, ...]] = []
         largest = largest_statement(_driver(connection), width)
         batches = streamed_batches(rows, largest, rest)
         _run(connection, multi_row_insert(head, width, largest, None), batches, many=True)
