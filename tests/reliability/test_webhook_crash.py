@@ -58,6 +58,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_a_sigkilled_server_resumes_from_its_cursor_losing_nothing_and_resending_one_batch(
     tmp_path: Path, store_url: str
 ) -> None:
