@@ -331,8 +331,8 @@ class SqliteDialect:
         largest = largest_statement(_driver(connection), width)
         batches = streamed_batches(rows, largest, rest)
         _run(connection, multi_row_insert(head, width, largest, None), batches, many=True)
-        if rest:
-            _run(connection, multi_row_insert(head, width, 1, None), rest, many=True)
+        for size, parameters in multi_row_chunks(rest, largest):
+            _run(connection, multi_row_insert(head, width, size, None), parameters, many=True)
 
     def analyze(self, connection: Connection, names: Sequence[str]) -> None:
         # SQLite's planner does well with the primary keys alone.
