@@ -2,17 +2,17 @@
 
     .venv/bin/python benchmarks/writer_child.py [--batch 32] [--place-bets 20000] [--db URL]
 
-Under benchmark (a) the server's writer process (``ledger.writer_process.child_main``) is the
+Under benchmark (a) the server's writer process (``ledger.writer.child.child_main``) is the
 critical path: it takes every Place Bet waiting in its pipe, applies them as one batch
 (``GroupCommit.apply_now``: one commit) and reports their outcomes, while the event loop
 gathers the next batch. This runs that loop alone, without HTTP or a pipe: one-bet Place Bets
 built as the server builds them (``Ledger.submit_place_bets``' command, with its delivery),
-pickled in batches of ``--batch`` as the server sends them, unpickled, applied and their
-outcomes pickled as the child does. It prints the CPU microseconds a Place Bet of the whole
-loop (user and kernel) and of each phase (the thread's CPU inside each wrapped step; a phase
-inside another counts in both), and, on SQLite, how many pages of the write-ahead log a commit
-wrote. The first whole batches of at least 500 Place Bets warm the caches and are not counted. One
-JSON object.
+pickled in batches of ``--batch`` by the pipe's own pickler (``ledger.writer.pipe``, as the
+server sends them), unpickled, applied and their outcomes pickled as the child does. It prints
+the CPU microseconds a Place Bet of the whole loop (user and kernel) and of each phase (the
+thread's CPU inside each wrapped step; a phase inside another counts in both), and, on SQLite,
+how many pages of the write-ahead log a commit wrote. The first whole batches of at least 500
+Place Bets warm the caches and are not counted. One JSON object.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import functools
 import gc
 import json
 import os
-import pickle
 import resource
 import sys
 import tempfile
@@ -83,7 +82,7 @@ def wal_frames(shm: int) -> int:
 def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
     import ledger
     from ledger.deliveries import Delivery
-    from ledger.writer import GroupCommit
+    from ledger.writer import GroupCommit, pipe
 
     book = ledger.open_ledger(url)
     try:
@@ -100,7 +99,7 @@ def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
             for uid in range(warm * batch + place_bets)
         ]
         messages = [
-            pickle.dumps(list(enumerate(commands[start : start + batch])), pickle.HIGHEST_PROTOCOL)
+            pipe.dumps(list(enumerate(commands[start : start + batch])))
             for start in range(0, len(commands), batch)
         ]
         del commands
@@ -109,7 +108,7 @@ def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
             raise SystemExit("the ledger's writer is not a group commit: not the writer's loop")
 
         def one(message: bytes) -> None:
-            received = pickle.loads(message)
+            received = pipe.loads(message)
             answers = writer.apply_now([command for _, command in received])
             # As the child reports them (a raced command's future is reported later, apart).
             outcomes = [
@@ -117,13 +116,13 @@ def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
                 for (ident, _), answer in zip(received, answers, strict=True)
                 if isinstance(answer, tuple)
             ]
-            pickle.dumps(outcomes, pickle.HIGHEST_PROTOCOL)
+            pipe.dumps(outcomes)
 
         for message in messages[:warm]:
             one(message)
         gc.freeze()  # as the writer process does (ledger.writer_process.freeze_heap)
         counted = messages[warm:]
-        placed = sum(len(pickle.loads(message)) for message in counted)
+        placed = sum(len(pipe.loads(message)) for message in counted)
         instrument()
         PHASES.clear()
         # One read of 4 bytes around each batch (the database's wal-index is there after the
