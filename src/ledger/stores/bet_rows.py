@@ -38,13 +38,15 @@ BET_COLUMNS = (
     "request_uuid",
     "secrets",
     "placed_at",
+    "placed_grp",
 )
 
 
 def add_bets(
-    connection: Connection, dialect: Dialect, new_bets: Sequence[Bet], at: datetime
+    connection: Connection, dialect: Dialect, new_bets: Sequence[Bet], at: datetime, grp: int
 ) -> None:
-    """Write ``new_bets``, placed ``at``; those still placed are open holds until closed."""
+    """Write ``new_bets``, placed ``at`` by commit ``grp`` (:mod:`ledger.stores.chain`); those
+    still placed are open holds until closed."""
     now = dialect.timestamp(at)
     # Bets of one request share their secrets: serialise them once, not once per bet.
     dumped: dict[int, str] = {}
@@ -70,6 +72,7 @@ def add_bets(
                 bet.request_uuid,
                 secrets,
                 now,
+                grp,
             )
         )
     # A new bet is open until its close removes its row from open_bets (the open holds).
@@ -79,12 +82,12 @@ def add_bets(
 
 
 def close_bets(
-    connection: Connection, dialect: Dialect, closed: Sequence[Bet], at: datetime
+    connection: Connection, dialect: Dialect, closed: Sequence[Bet], at: datetime, grp: int
 ) -> None:
-    """Write the new state of each of ``closed``, closed ``at``."""
+    """Write the new state of each of ``closed``, closed ``at`` by commit ``grp``."""
     now = dialect.timestamp(at)
     rows = [
-        (bet.state.value, bet.payout, bet.payout_currency, now, bet.uid)
+        (bet.state.value, bet.payout, bet.payout_currency, now, grp, bet.uid)
         for bet in sorted(closed, key=lambda bet: bet.uid)
     ]
     changed = dialect.close_bet_rows(connection, rows)

@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import ColumnElement
 
 from ..errors import LedgerError
+from ..integrity.canonical import Content
 
 __all__ = ["BalanceMemo", "Dialect", "remembered"]
 
@@ -89,6 +90,11 @@ class Dialect(Protocol):
         """Give the ``count`` events of group ``grp`` the next ids of the event counter and
         record the group's range, committed ``at``: the last write before commit
         (:func:`ledger.stores.events.seal`)."""
+        ...
+
+    def seal_chain(self, connection: Connection, grp: int, content: Content, at: datetime) -> None:
+        """Append the journal chain's record of commit ``grp`` (its rows' ``content``),
+        committed ``at``: after :meth:`seal_events`, before commit (:mod:`ledger.stores.chain`)."""
         ...
 
     def translate(self, error: SQLAlchemyError) -> LedgerError:
@@ -183,8 +189,8 @@ class Dialect(Protocol):
         ...
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
-        """Apply ``(state, payout, payout_currency, closed_at, uid)`` to placed bets only, and
-        remove them from ``open_bets``; return how many bets changed."""
+        """Apply ``(state, payout, payout_currency, closed_at, closed_grp, uid)`` to placed bets
+        only, and remove them from ``open_bets``; return how many bets changed."""
         ...
 
     def select_bets(self, connection: Connection, uids: Sequence[int]) -> Iterator[Any]:

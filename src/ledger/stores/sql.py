@@ -2,7 +2,8 @@
 the balance memo forgotten whenever it may no longer hold) and every write routed to its module.
 
 The writes themselves: postings and balances in :mod:`.posting`, bets in :mod:`.bet_rows`, a
-set-based close in :mod:`.staged_close`, events in :mod:`.events`, the delivery journal in
+set-based close in :mod:`.staged_close`, events in :mod:`.events`, the journal's chain in
+:mod:`.chain`, the delivery journal in
 :mod:`.deliveries`, the directory in :mod:`.directory`. Reads live in :mod:`.queries`, the audit
 in :mod:`.audit`; what differs between databases
 (beginning a transaction, transaction ids, bulk rows, driver errors) is a :class:`.Dialect`,
@@ -25,7 +26,7 @@ from ..deliveries import DeliveryRecord
 from ..directory import Seen
 from ..domain import Bet, Transaction
 from ..events import EventRow
-from . import closing, directory, queries, revision
+from . import chain, closing, directory, queries, revision
 from . import deliveries as journal
 from . import events as feed
 from .base import ClosingOutcome, Staged
@@ -104,6 +105,9 @@ class SqlUnitOfWork:
         # This transaction's event group (taken at its first event) and how many it holds.
         self._event_group: int | None = None
         self._event_count = 0
+        # Whether this transaction wrote transactions or bets: then its commit appends the
+        # journal chain's record of them (ledger.stores.chain).
+        self._chained = False
         # The balances this transaction has read or written (ledger.stores.dialect.BalanceMemo),
         # for a dialect that may answer from them (SQLite); forgotten whenever they may no
         # longer hold.
@@ -148,13 +152,23 @@ class SqlUnitOfWork:
     def commit(self) -> None:
         count = self._event_count
         with self._store.translate_errors():
+            content = None
+            if self._chained:
+                assert self._event_group is not None
+                # Read back before any lock is taken: what the record seals is what a verifier
+                # reads (ledger.stores.chain).
+                self._dialect.send_queued(self._conn)
+                content = chain.commit_content(self._conn, self._event_group)
             if count:
                 # The last statement before commit: it orders the ids (ledger.stores.events).
                 assert self._event_group is not None
                 feed.seal(self._conn, self._dialect, self._event_group, count)
+            if content is not None and content.rows:
+                assert self._event_group is not None
+                self._dialect.seal_chain(self._conn, self._event_group, content, _now())
             self._conn.commit()
         self._committed = True
-        self._event_group, self._event_count = None, 0
+        self._event_group, self._event_count, self._chained = None, 0, False
         self._balances.clear()
         if count:
             self._store._appended(count)
@@ -201,13 +215,15 @@ class SqlUnitOfWork:
 
     def add_bets(self, new_bets: Sequence[Bet]) -> None:
         if new_bets:
+            grp = self._chain_group()
             with self._store.translate_errors():
-                add_bets(self._conn, self._dialect, new_bets, datetime.now(UTC))
+                add_bets(self._conn, self._dialect, new_bets, datetime.now(UTC), grp)
 
     def close_bets(self, closed: Sequence[Bet]) -> None:
         if closed:
+            grp = self._chain_group()
             with self._store.translate_errors():
-                close_bets(self._conn, self._dialect, closed, datetime.now(UTC))
+                close_bets(self._conn, self._dialect, closed, datetime.now(UTC), grp)
 
     def set_based_up_to(self) -> int | None:
         return self._dialect.set_based_up_to
@@ -231,6 +247,8 @@ class SqlUnitOfWork:
             return None
         # A set-based close writes balances in SQL, past the memo.
         self._balances.clear()
+        # Its rows name this unit's group (taken through event_slots): chained at commit.
+        self._chain_group()
         with self._store.translate_errors():
             return close_staged(
                 self._conn,
@@ -256,9 +274,10 @@ class SqlUnitOfWork:
     def post(self, new_transactions: Sequence[Transaction]) -> None:
         if not new_transactions:
             return
+        grp = self._chain_group()
         try:
             with self._store.translate_errors():
-                post(self._conn, self._dialect, self._balances, new_transactions, _now)
+                post(self._conn, self._dialect, self._balances, new_transactions, _now, grp)
         except BaseException:
             # Some of it may have been written (a failed executemany keeps its earlier rows):
             # the memo no longer says what the balances are.
@@ -266,6 +285,11 @@ class SqlUnitOfWork:
             raise
 
     # --- the event feed ---------------------------------------------------------------------------
+
+    def _chain_group(self) -> int:
+        """This unit's group, which the rows it writes name: its commit is chained."""
+        self._chained = True
+        return self.event_slots(0)[0]
 
     def event_slots(self, count: int) -> tuple[int, int]:
         if self._event_group is None:

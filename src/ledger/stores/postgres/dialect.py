@@ -27,6 +27,8 @@ from ...errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
+from ...integrity.canonical import Content
+from .. import chain
 from ..base import Retry
 from ..dialect import BalanceMemo, remembered
 from . import pipeline
@@ -120,6 +122,10 @@ class PostgresDialect:
         # One statement, nothing read back: queued, it goes with the COMMIT that follows, one
         # round trip for both (the counter's lock is then held for no more than the commit).
         defer(connection, SEAL, (count, grp, count, at))
+
+    def seal_chain(self, connection: Connection, grp: int, content: Content, at: datetime) -> None:
+        # Queued with the COMMIT, after the event feed's seal (one round trip for all three).
+        defer(connection, chain.ONE_STATEMENT, chain.one_statement_parameters(grp, content, at))
 
     def send_queued(self, connection: Connection) -> None:
         pipeline.run(connection, None, None)
@@ -260,9 +266,11 @@ class PostgresDialect:
             chunk = rows[start : start + BULK_ROWS]
             result = connection.exec_driver_sql(
                 "UPDATE bets b SET state = v.state, payout = v.payout, "
-                "payout_currency = v.payout_currency, closed_at = v.closed_at "
+                "payout_currency = v.payout_currency, closed_at = v.closed_at, "
+                "closed_grp = v.closed_grp "
                 "FROM unnest(%s::text[], %s::numeric[], %s::text[], %s::timestamptz[], "
-                "%s::bigint[]) AS v(state, payout, payout_currency, closed_at, uid) "
+                "%s::bigint[], %s::bigint[]) AS v(state, payout, payout_currency, closed_at, "
+                "closed_grp, uid) "
                 "WHERE b.uid = v.uid AND b.state = 'placed'",
                 _columns(chunk),
             )

@@ -26,6 +26,8 @@ from ...errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
+from ...integrity.canonical import Content
+from .. import chain
 from .. import events as feed
 from ..base import Retry
 from ..dialect import BalanceMemo, remembered
@@ -147,11 +149,20 @@ class SqliteDialect:
 
     def allocate_event_group(self, connection: Connection) -> int:
         # Safe without a sequence, like _next_ids: this is the only writer until commit.
-        last = _run(connection, "SELECT max(grp) FROM event_commits").fetchone()[0]
+        # The chain's groups too: pruning may have taken the newest group's events, never its
+        # record (a group named by the chain and its rows is never given out again).
+        last = _run(
+            connection,
+            "SELECT max(g) FROM (SELECT max(grp) AS g FROM event_commits "
+            "UNION ALL SELECT max(grp) FROM journal_chain)",
+        ).fetchone()[0]
         return int(last or 0) + 1
 
     def seal_events(self, connection: Connection, grp: int, count: int, at: datetime) -> None:
         feed.seal_in_steps(connection, self, grp, count, at)
+
+    def seal_chain(self, connection: Connection, grp: int, content: Content, at: datetime) -> None:
+        chain.seal_in_steps(connection, grp, content, at)
 
     def timestamp(self, moment: datetime) -> Any:
         # The text form SQLAlchemy's SQLite DateTime type reads back (UTC, no zone suffix): the
@@ -283,8 +294,8 @@ class SqliteDialect:
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         result = _run(
             connection,
-            "UPDATE bets SET state = ?, payout = ?, payout_currency = ?, closed_at = ? "
-            "WHERE uid = ? AND state = 'placed'",
+            "UPDATE bets SET state = ?, payout = ?, payout_currency = ?, closed_at = ?, "
+            "closed_grp = ? WHERE uid = ? AND state = 'placed'",
             _stored_rows(rows, [1]),
             many=True,
         )

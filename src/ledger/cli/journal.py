@@ -1,0 +1,196 @@
+"""The journal's integrity from the command line: ``verify`` the chain, ``keys generate`` a
+signing key, sign a ``checkpoint``, ``prove`` a bet's commits and ``verify-proof`` one offline
+(docs/integrity.md)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..integrity import merkle
+from ..integrity.canonical import RECORD_PREFIX
+from ..integrity.checkpoints import (
+    DASH,
+    Checkpoint,
+    NoteError,
+    generate_key,
+    open_checkpoint,
+    sign,
+)
+from ..stores.integrity import JournalIntegrity
+from .common import db_option, emit, fail
+from .opening import opened
+
+__all__ = ["checkpoint", "keys", "prove", "verify", "verify_proof"]
+
+ORIGIN = "ledger"
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        fail(ValueError(f"cannot read {path}: {error.strerror}"))
+
+
+def _last_note(text: str) -> str:
+    """The last signed note of a file of notes appended one after another."""
+    lines = text.splitlines(keepends=True)
+    start = 0
+    for index in range(1, len(lines)):
+        if lines[index - 1].startswith(DASH) and not lines[index].startswith(DASH):
+            start = index
+    return "".join(lines[start:])
+
+
+@click.command()
+@db_option
+@click.option("--checkpoint", "checkpoint_file", help="A saved signed checkpoint to extend.")
+@click.option("--public-key", "public_key", help="The checkpoint signer's public key file.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def verify(db: str, checkpoint_file: str | None, public_key: str | None, as_json: bool) -> None:
+    """Recompute the journal's chain, tree and balances; exit 1 naming the first difference."""
+    checkpoint = None
+    if (checkpoint_file is None) != (public_key is None):
+        fail(ValueError("--checkpoint and --public-key go together"))
+    if checkpoint_file is not None and public_key is not None:
+        try:
+            checkpoint = open_checkpoint(
+                _last_note(_read(checkpoint_file)), _read(public_key).strip()
+            )
+        except NoteError as error:
+            _verdict(False, f"the checkpoint does not verify: {error}", None, as_json)
+    with opened(db, create=False) as book:
+        report = JournalIntegrity(book.store).verify(checkpoint)
+    problem = report.problem or "; ".join(report.balance_problems) or None
+    size = f"{report.size} commits, root {report.root.hex()}"
+    extended = "" if checkpoint is None else f", extends the checkpoint of {checkpoint.size}"
+    _verdict(report.ok, problem or f"intact: {size}{extended}", report.seq, as_json, size=size)
+
+
+def _verdict(ok: bool, text: str, seq: int | None, as_json: bool, **extra: Any) -> None:
+    if as_json:
+        emit({"ok": ok, "commit": seq, "message": text, **extra})
+    else:
+        click.echo(("" if ok else "FAILED: ") + text)
+    sys.exit(0 if ok else 1)
+
+
+@click.group()
+def keys() -> None:
+    """The checkpoint signing key."""
+
+
+@keys.command("generate")
+@click.option("--out", "out", required=True, help="The directory to write the key files in.")
+@click.option("--name", default=ORIGIN, show_default=True, help="The key's name.")
+def generate(out: str, name: str) -> None:
+    """Write a new Ed25519 key: DIR/signing.key (mode 0600) and DIR/signing.pub."""
+    try:
+        signer, verifier = generate_key(name)
+    except NoteError as error:
+        fail(error)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    private = folder / "signing.key"
+    try:
+        descriptor = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        fail(ValueError(f"{private} exists: a signing key is never overwritten"))
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(signer + "\n")
+    (folder / "signing.pub").write_text(verifier + "\n", encoding="utf-8")
+    click.echo(f"wrote {private} and {folder / 'signing.pub'}")
+
+
+@click.command()
+@db_option
+@click.option("--key", "key", required=True, help="The signing key file (signing.key).")
+@click.option("--out", "out", help="Append the signed checkpoint to this file.")
+@click.option("--origin", default=ORIGIN, show_default=True, help="The journal's name.")
+def checkpoint(db: str, key: str, out: str | None, origin: str) -> None:
+    """Sign a checkpoint of the journal's tree now; keep it in the database (and --out)."""
+    signer = _read(key).strip()
+    with opened(db, create=False) as book:
+        journal = JournalIntegrity(book.store)
+        size, root = journal.head()
+        signed = Checkpoint(origin, size, root, datetime.now(UTC))
+        try:
+            note = sign(signed, signer)
+        except NoteError as error:
+            fail(error)
+        journal.keep(signed, note)
+    if out is not None:
+        with open(out, "a", encoding="utf-8") as file:
+            file.write(note)
+    click.echo(note, nl=False)
+
+
+@click.command()
+@db_option
+@click.argument("bet_uid", type=int)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def prove(db: str, bet_uid: int, as_json: bool) -> None:
+    """The bet's commits and the proof of each in the latest signed checkpoint."""
+    with opened(db, create=False) as book:
+        journal = JournalIntegrity(book.store)
+        latest = journal.latest()
+        if latest is None:
+            fail(ValueError("no signed checkpoint yet: run ledger checkpoint first"))
+        note = latest[0]
+        size = int(note.split("\n", 2)[1])
+        proofs = journal.bet_proofs(bet_uid, size)
+    if proofs is None:
+        fail(ValueError(f"bet {bet_uid} is not in the books"))
+    document = {
+        "bet_uid": bet_uid,
+        "checkpoint": note,
+        "commits": [
+            {
+                "seq": proof.seq,
+                "record": base64.b64encode(proof.record).decode(),
+                "content_hash": proof.content_hash.hex(),
+                "path": [base64.b64encode(step).decode() for step in proof.path],
+            }
+            for proof in proofs
+        ],
+    }
+    if as_json:
+        emit(document)
+        return
+    click.echo(f"bet {bet_uid}: {len(proofs)} commit(s) in the checkpoint of {size}")
+    for proof in proofs:
+        click.echo(f"  commit {proof.seq}: content {proof.content_hash.hex()}")
+
+
+@click.command("verify-proof")
+@click.argument("file")
+@click.option("--public-key", "public_key", required=True, help="The signer's public key file.")
+def verify_proof(file: str, public_key: str) -> None:
+    """Check a proof written by ``ledger prove --json`` against its signed checkpoint."""
+    try:
+        document = json.loads(_read(file))
+        signed = open_checkpoint(document["checkpoint"], _read(public_key).strip())
+        for commit in document["commits"]:
+            record = base64.b64decode(commit["record"])
+            seq = int.from_bytes(record[len(RECORD_PREFIX) : len(RECORD_PREFIX) + 8], "big")
+            path = [base64.b64decode(step) for step in commit["path"]]
+            if not record.startswith(RECORD_PREFIX) or seq != commit["seq"]:
+                raise NoteError(f"commit {commit['seq']}: not a commit record")
+            leaf = merkle.leaf_hash(record)
+            if not merkle.verify_inclusion(leaf, seq - 1, signed.size, path, signed.root):
+                raise NoteError(f"commit {seq} is not in the checkpoint of {signed.size}")
+    except (NoteError, ValueError, KeyError, TypeError) as error:
+        click.echo(f"FAILED: {error}")
+        sys.exit(1)
+    click.echo(
+        f"verified: bet {document['bet_uid']}'s {len(document['commits'])} commit(s) are in "
+        f"checkpoint {signed.size} of {signed.origin}"
+    )

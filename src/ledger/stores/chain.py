@@ -1,0 +1,249 @@
+"""The journal's chain in SQL: a commit's content read back from its rows, its record appended
+under the head row's lock, and the records read in order (ledger.integrity.canonical says what
+the bytes are; docs/integrity.md says it for an independent implementation).
+
+Invariant: a unit of work that wrote transactions or bets appends exactly one record, as its
+last statements before COMMIT and after the event feed's seal (:mod:`.events`), so records
+follow commit order: the ``journal_head`` row's lock (Postgres) is held from its update to the
+commit, and SQLite has one writer. The content is read back from the rows the unit of work wrote
+(those naming its group) before any lock is taken; the same function recomputes it for
+``ledger verify``, so what is sealed is exactly what a verifier reads. Nothing prunable (events,
+deliveries) is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, func, insert, select, update
+
+from ..integrity.canonical import GENESIS, RECORD_PREFIX, Content, micros, record_hash
+from .schema import bets, journal_chain, journal_head, postings, transactions
+
+__all__ = [
+    "ONE_STATEMENT",
+    "ChainRecord",
+    "commit_content",
+    "head",
+    "leaf_hashes",
+    "one_statement_parameters",
+    "record_of",
+    "records",
+    "seal_in_steps",
+    "size",
+]
+
+# Postgres: the head moved on and the record inserted in one statement, the record's hash
+# computed by the database (sha256 of the leaf prefix and the record's bytes, as
+# ledger.integrity.canonical.record_hash), so it can be queued with the COMMIT: no round trip
+# while the head's lock is held. Every expression in SET reads the head's old values.
+ONE_STATEMENT = (
+    "WITH h AS (UPDATE journal_head SET seq = seq + 1, prev_hash = record_hash, "
+    "record_hash = encode(sha256('\\x00'::bytea || %s::bytea || int8send(seq + 1) "
+    "|| decode(record_hash, 'hex') || %s::bytea || int8send(%s::bigint)), 'hex') "
+    "WHERE id = 1 RETURNING seq, prev_hash, record_hash) "
+    "INSERT INTO journal_chain "
+    "(seq, grp, prev_hash, content_hash, record_hash, committed_at, row_count) "
+    "SELECT seq, %s, prev_hash, %s, record_hash, %s, %s FROM h"
+)
+
+_PAGE = 10_000
+
+TRANSACTION_FIELDS = (
+    transactions.c.id,
+    transactions.c.idempotency_key,
+    transactions.c.kind,
+    transactions.c.user_uid,
+    transactions.c.reference,
+    transactions.c.created_at,
+)
+POSTING_FIELDS = (
+    postings.c.id,
+    postings.c.txn_id,
+    postings.c.account,
+    postings.c.currency,
+    postings.c.amount,
+    postings.c.bet_uid,
+    postings.c.balance_after,
+)
+PLACED_FIELDS = (
+    bets.c.uid,
+    bets.c.user_uid,
+    bets.c.pool_uid,
+    bets.c.currency,
+    bets.c.amount,
+    bets.c.rake,
+    bets.c.funding,
+    bets.c.ticket,
+    bets.c.request_uuid,
+    bets.c.placed_at,
+)
+CLOSED_FIELDS = (
+    bets.c.uid,
+    bets.c.state,
+    bets.c.payout,
+    bets.c.payout_currency,
+    bets.c.closed_at,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ChainRecord:
+    """One stored record of the chain."""
+
+    seq: int
+    grp: int | None
+    prev_hash: bytes
+    content_hash: bytes
+    record_hash: bytes
+    committed_at: datetime
+    row_count: int
+
+
+def _of(column: Any, grp: int | None) -> ColumnElement[bool]:
+    result: ColumnElement[bool] = column.is_(None) if grp is None else column == grp
+    return result
+
+
+def _stream(connection: Connection, query: Any) -> Iterator[Any]:
+    # On the statement: a connection's options would stay with it (SQLAlchemy 2).
+    yield from connection.execute(query.execution_options(yield_per=_PAGE))
+
+
+def commit_content(connection: Connection, grp: int | None) -> Content:
+    """The content hash of the rows commit ``grp`` wrote (``None``: the history before the
+    chain), read in canonical order."""
+    content = Content()
+    add = content.add
+    txn = transactions.c
+    for row in _stream(
+        connection, select(*TRANSACTION_FIELDS).where(_of(txn.commit_grp, grp)).order_by(txn.id)
+    ):
+        add(b"T", row)
+    for row in _stream(
+        connection,
+        select(*POSTING_FIELDS)
+        .select_from(postings.join(transactions, transactions.c.id == postings.c.txn_id))
+        .where(_of(txn.commit_grp, grp))
+        .order_by(postings.c.id),
+    ):
+        add(b"P", row)
+    for row in _stream(
+        connection, select(*PLACED_FIELDS).where(_of(bets.c.placed_grp, grp)).order_by(bets.c.uid)
+    ):
+        add(b"B", row)
+    closed = _of(bets.c.closed_grp, grp)
+    if grp is None:
+        closed = closed & (bets.c.state != "placed")
+    for row in _stream(connection, select(*CLOSED_FIELDS).where(closed).order_by(bets.c.uid)):
+        add(b"C", row)
+    return content
+
+
+def seal_in_steps(
+    connection: Connection, grp: int | None, content: Content, at: datetime
+) -> ChainRecord:
+    """Append the record of commit ``grp`` in three statements, the hash computed here (SQLite,
+    one writer; the migration, for the history). Postgres does it in one statement, queued
+    with the COMMIT (ledger.stores.postgres)."""
+    head_row = connection.execute(
+        select(journal_head.c.seq, journal_head.c.record_hash).where(journal_head.c.id == 1)
+    ).first()
+    if head_row is None:
+        # A schema made without the migration's row (from the metadata): the first writer's.
+        seq, prev = 1, GENESIS
+        connection.execute(
+            insert(journal_head).values(
+                id=1, seq=0, prev_hash=GENESIS.hex(), record_hash=GENESIS.hex()
+            )
+        )
+    else:
+        seq, prev = int(head_row[0]) + 1, bytes.fromhex(head_row[1])
+    digest = content.digest()
+    record = record_hash(seq, prev, digest, at)
+    connection.execute(
+        update(journal_head)
+        .where(journal_head.c.id == 1)
+        .values(seq=seq, prev_hash=prev.hex(), record_hash=record.hex())
+    )
+    connection.execute(
+        insert(journal_chain).values(
+            seq=seq,
+            grp=grp,
+            prev_hash=prev.hex(),
+            content_hash=digest.hex(),
+            record_hash=record.hex(),
+            committed_at=at,
+            row_count=content.rows,
+        )
+    )
+    return ChainRecord(seq, grp, prev, digest, record, at, content.rows)
+
+
+def one_statement_parameters(grp: int | None, content: Content, at: datetime) -> tuple[Any, ...]:
+    """The parameters of :data:`ONE_STATEMENT` for commit ``grp``."""
+    digest = content.digest()
+    return (RECORD_PREFIX, digest, micros(at), grp, digest.hex(), at, content.rows)
+
+
+def _record(row: Any) -> ChainRecord:
+    at = row.committed_at
+    return ChainRecord(
+        int(row.seq),
+        None if row.grp is None else int(row.grp),
+        bytes.fromhex(row.prev_hash),
+        bytes.fromhex(row.content_hash),
+        bytes.fromhex(row.record_hash),
+        at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC),
+        int(row.row_count),
+    )
+
+
+def records(connection: Connection, after: int = 0, page: int = 1000) -> Iterator[ChainRecord]:
+    """The stored records with ``seq`` above ``after``, in order, read a page at a time (bounded
+    memory; no cursor held open across the caller's own queries)."""
+    c = journal_chain.c
+    while True:
+        rows = connection.execute(
+            select(journal_chain).where(c.seq > after).order_by(c.seq).limit(page)
+        ).all()
+        for row in rows:
+            yield _record(row)
+        if len(rows) < page:
+            return
+        after = int(rows[-1].seq)
+
+
+def record_of(connection: Connection, grp: int | None) -> ChainRecord | None:
+    """The record of commit ``grp``."""
+    row = connection.execute(select(journal_chain).where(_of(journal_chain.c.grp, grp))).first()
+    return None if row is None else _record(row)
+
+
+def leaf_hashes(connection: Connection, size: int) -> list[bytes]:
+    """The stored record hashes of the first ``size`` records (the tree's leaves), in order."""
+    c = journal_chain.c
+    return [
+        bytes.fromhex(value)
+        for (value,) in connection.execute(
+            select(c.record_hash).where(c.seq <= size).order_by(c.seq)
+        )
+    ]
+
+
+def head(connection: Connection) -> tuple[int, bytes]:
+    """The number and hash of the last record (0 and zeros before the first)."""
+    row = connection.execute(
+        select(journal_head.c.seq, journal_head.c.record_hash).where(journal_head.c.id == 1)
+    ).first()
+    if row is None:
+        return 0, GENESIS
+    return int(row[0]), bytes.fromhex(row[1])
+
+
+def size(connection: Connection) -> int:
+    """How many records the chain holds."""
+    return int(connection.execute(select(func.count()).select_from(journal_chain)).scalar() or 0)
