@@ -6,7 +6,7 @@ a checkpoint signed before it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
 from datetime import UTC, datetime
 from decimal import Decimal as D
 
@@ -109,8 +109,8 @@ def _rechain(connection: Connection) -> None:
 
 
 @pytest.fixture
-def signer() -> Iterator[tuple[str, str]]:
-    yield generate_key("auditor-test")
+def signer() -> tuple[str, str]:
+    return generate_key("auditor-test")
 
 
 def signed_now(book: ledger.Ledger, key: tuple[str, str]) -> Checkpoint:
@@ -144,7 +144,7 @@ def test_every_commit_that_moves_money_or_changes_a_bet_gets_one_record_in_order
     found = records(book)
     assert [record.seq for record in found] == [1, 2, 3, 4, 5, 6]
     assert found[0].prev_hash == GENESIS
-    for before, after in zip(found, found[1:], strict=False):
+    for before, after in itertools.pairwise(found):
         assert after.prev_hash == before.record_hash
     assert verify(book) == (True, "", 0)
 
@@ -212,7 +212,7 @@ def test_a_bets_payout_changed_fails_verify_at_the_commit_that_settled_it(
     book: ledger.Ledger,
 ) -> None:
     scenario(book)
-    seq = seq_of(book, "SELECT closed_grp FROM bets WHERE uid = 1")
+    seq = seq_of(book, "SELECT grp FROM bet_closes WHERE uid = 1")
     tamper(book, "UPDATE bets SET payout = 300000 WHERE uid = 1")
     ok, problem, found = verify(book)
     assert (ok, found) == (False, seq)

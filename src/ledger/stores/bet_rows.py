@@ -19,7 +19,7 @@ from sqlalchemy import Connection
 from ..domain import Bet, BetState
 from .base import Retry
 from .dialect import Dialect
-from .schema import bets, open_bets
+from .schema import bet_closes, bets, open_bets
 
 __all__ = ["BET_COLUMNS", "add_bets", "close_bets", "json_object"]
 
@@ -87,7 +87,7 @@ def close_bets(
     """Write the new state of each of ``closed``, closed ``at`` by commit ``grp``."""
     now = dialect.timestamp(at)
     rows = [
-        (bet.state.value, bet.payout, bet.payout_currency, now, grp, bet.uid)
+        (bet.state.value, bet.payout, bet.payout_currency, now, bet.uid)
         for bet in sorted(closed, key=lambda bet: bet.uid)
     ]
     changed = dialect.close_bet_rows(connection, rows)
@@ -95,6 +95,7 @@ def close_bets(
         # Another writer closed one of these bets after we read it (Postgres, READ
         # COMMITTED): run the request again so that it sees that bet's new state.
         raise Retry(f"{len(rows) - changed} bet(s) were closed by a concurrent request")
+    dialect.insert_rows(connection, bet_closes, ("grp", "uid"), [(grp, row[-1]) for row in rows])
 
 
 def json_object(secrets: Mapping[str, Any]) -> str:

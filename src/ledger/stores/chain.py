@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, func, insert, select, update
 
 from ..integrity.canonical import GENESIS, RECORD_PREFIX, Content, micros, record_hash
-from .schema import bets, journal_chain, journal_head, postings, transactions
+from .schema import bet_closes, bets, journal_chain, journal_head, postings, transactions
 
 __all__ = [
     "ONE_STATEMENT",
@@ -135,10 +135,17 @@ def commit_content(connection: Connection, grp: int | None) -> Content:
         connection, select(*PLACED_FIELDS).where(_of(bets.c.placed_grp, grp)).order_by(bets.c.uid)
     ):
         add(b"B", row)
-    closed = _of(bets.c.closed_grp, grp)
     if grp is None:
-        closed = closed & (bets.c.state != "placed")
-    for row in _stream(connection, select(*CLOSED_FIELDS).where(closed).order_by(bets.c.uid)):
+        closed = select(*CLOSED_FIELDS).where(
+            bets.c.state != "placed", bets.c.uid.not_in(select(bet_closes.c.uid))
+        )
+    else:
+        closed = (
+            select(*CLOSED_FIELDS)
+            .select_from(bet_closes.join(bets, bets.c.uid == bet_closes.c.uid))
+            .where(bet_closes.c.grp == grp)
+        )
+    for row in _stream(connection, closed.order_by(bets.c.uid)):
         add(b"C", row)
     return content
 

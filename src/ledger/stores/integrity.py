@@ -17,7 +17,7 @@ from ..integrity.canonical import record_bytes
 from ..integrity.checkpoints import Checkpoint
 from . import chain
 from .chain_audit import ChainReport, verify_chain
-from .schema import bets, journal_chain, journal_checkpoints
+from .schema import bet_closes, bets, journal_chain, journal_checkpoints
 from .tables import SideTables, utc
 
 __all__ = ["CommitProof", "JournalIntegrity"]
@@ -95,13 +95,16 @@ class JournalIntegrity(SideTables):
         each with its inclusion proof in the tree of ``size``; None: no such bet."""
         with self._tx(write=False) as connection:
             row = connection.execute(
-                select(bets.c.placed_grp, bets.c.closed_grp).where(bets.c.uid == uid)
+                select(bets.c.placed_grp, bets.c.state).where(bets.c.uid == uid)
             ).first()
             if row is None:
                 return None
-            groups = {row.placed_grp, row.closed_grp} - {None}
-            # Written before the chain: the history's record (group NULL) holds it.
-            history = row.placed_grp is None or _closed_in_history(connection, uid, row)
+            closed_by = connection.execute(
+                select(bet_closes.c.grp).where(bet_closes.c.uid == uid)
+            ).scalar()
+            groups = {row.placed_grp, closed_by} - {None}
+            # Placed or closed before the chain began: the history's record (group NULL).
+            history = row.placed_grp is None or (row.state != "placed" and closed_by is None)
             c = journal_chain.c
             conditions = [c.grp.in_(sorted(groups))] if groups else []
             if history:
@@ -129,8 +132,3 @@ class JournalIntegrity(SideTables):
             path = merkle.inclusion_proof(leaves.__getitem__, record.seq - 1, size)
             proofs.append(CommitProof(record.seq, raw, record.content_hash, path))
         return proofs
-
-
-def _closed_in_history(connection: Connection, uid: int, row: object) -> bool:
-    state = connection.execute(select(bets.c.state).where(bets.c.uid == uid)).scalar_one()
-    return state != "placed" and getattr(row, "closed_grp", None) is None

@@ -54,15 +54,21 @@ def write(
     changed = statements.run(
         connection,
         f"""UPDATE bets SET state = :state, payout = {payout},
-                payout_currency = {payout_currency}, closed_at = :closed_at, closed_grp = :grp
+                payout_currency = {payout_currency}, closed_at = :closed_at
             FROM close_rows c WHERE bets.uid = c.uid AND bets.state = 'placed'""",  # noqa: S608
         state="refunded" if kind == "refund" else "settled",
         closed_at=closed_at,
-        grp=grp,
     ).rowcount
     if changed != closing:
         raise Retry(f"{closing - changed} bet(s) were closed by a concurrent request")
     statements.run(connection, "DELETE FROM open_bets WHERE uid IN (SELECT uid FROM close_rows)")
+    # Which commit closed each bet, for the journal's chain (a table of its own: a column of
+    # bets with an index would make every close on Postgres a full, non-heap-only update).
+    statements.run(
+        connection,
+        "INSERT INTO bet_closes (grp, uid) SELECT :grp, uid FROM close_rows ORDER BY uid",
+        grp=grp,
+    )
     _append_events(connection, kind, closing, request_id, event_slots, closing == items)
     # The user accounts (close_deltas, from within_bounds), each changed once by the request's
     # total for it, in key order like every other writer's: credits added (the account

@@ -149,8 +149,7 @@ class SqliteDialect:
 
     def allocate_event_group(self, connection: Connection) -> int:
         # Safe without a sequence, like _next_ids: this is the only writer until commit.
-        # The chain's groups too: pruning may have taken the newest group's events, never its
-        # record (a group named by the chain and its rows is never given out again).
+        # The chain's groups too: pruning may take the newest group's events, never its record.
         last = _run(
             connection,
             "SELECT max(g) FROM (SELECT max(grp) AS g FROM event_commits "
@@ -294,8 +293,8 @@ class SqliteDialect:
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         result = _run(
             connection,
-            "UPDATE bets SET state = ?, payout = ?, payout_currency = ?, closed_at = ?, "
-            "closed_grp = ? WHERE uid = ? AND state = 'placed'",
+            "UPDATE bets SET state = ?, payout = ?, payout_currency = ?, closed_at = ? "
+            "WHERE uid = ? AND state = 'placed'",
             _stored_rows(rows, [1]),
             many=True,
         )

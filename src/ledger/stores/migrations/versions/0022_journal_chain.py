@@ -4,12 +4,13 @@ Revision ID: 0022
 Revises: 0020
 
 Adds the columns by which rows name the commit that wrote them (``transactions.commit_grp``,
-``bets.placed_grp`` and ``bets.closed_grp``: the unit of work's event group; NULL for what was
-written before), the chain (``journal_chain``), its head (``journal_head``) and the signed
-checkpoints (``journal_checkpoints``). No existing row is rewritten (the journal's tables are
-append-only): the history an existing database holds becomes the chain's first record, whose
-content is every row that names no commit, in the canonical order of ledger.stores.chain
-(docs/integrity.md). A database with no rows starts with an empty chain.
+``bets.placed_grp``: the unit of work's event group; NULL for what was written before), which
+commit closed each bet (``bet_closes``), the chain (``journal_chain``), its head
+(``journal_head``) and the signed checkpoints (``journal_checkpoints``). No existing row is
+rewritten (the journal's tables are append-only): the history an existing database holds becomes
+the chain's first record, whose content is every row that names no commit, in the canonical
+order of ledger.stores.chain (docs/integrity.md). A database with no rows starts with an empty
+chain.
 """
 
 from __future__ import annotations
@@ -33,10 +34,14 @@ HASH = sa.String(64)
 def upgrade() -> None:
     op.add_column("transactions", sa.Column("commit_grp", sa.BigInteger, nullable=True))
     op.add_column("bets", sa.Column("placed_grp", sa.BigInteger, nullable=True))
-    op.add_column("bets", sa.Column("closed_grp", sa.BigInteger, nullable=True))
     op.create_index("transactions_commit", "transactions", ["commit_grp"])
     op.create_index("bets_placed_commit", "bets", ["placed_grp"])
-    op.create_index("bets_closed_commit", "bets", ["closed_grp"])
+    op.create_table(
+        "bet_closes",
+        sa.Column("grp", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("uid", sa.BigInteger, primary_key=True, autoincrement=False),
+        sqlite_with_rowid=False,
+    )
     op.create_table(
         "journal_chain",
         sa.Column("seq", sa.BigInteger, primary_key=True, autoincrement=False),
@@ -73,9 +78,8 @@ def downgrade() -> None:
     op.drop_table("journal_checkpoints")
     op.drop_table("journal_head")
     op.drop_table("journal_chain")
-    op.drop_index("bets_closed_commit", "bets")
+    op.drop_table("bet_closes")
     op.drop_index("bets_placed_commit", "bets")
     op.drop_index("transactions_commit", "transactions")
-    op.drop_column("bets", "closed_grp")
     op.drop_column("bets", "placed_grp")
     op.drop_column("transactions", "commit_grp")
