@@ -8,7 +8,6 @@ import base64
 import json
 import os
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +17,16 @@ from ..integrity import merkle
 from ..integrity.canonical import RECORD_PREFIX
 from ..integrity.checkpoints import (
     DASH,
-    Checkpoint,
     NoteError,
     generate_key,
     open_checkpoint,
-    sign,
 )
+from ..service.journal import ORIGIN, proof_document, publish_checkpoint
 from ..stores.integrity import JournalIntegrity
 from .common import db_option, emit, fail
 from .opening import opened
 
 __all__ = ["checkpoint", "keys", "prove", "verify", "verify_proof"]
-
-ORIGIN = "ledger"
 
 
 def _read(path: str) -> str:
@@ -119,18 +115,12 @@ def checkpoint(db: str, key: str, out: str | None, origin: str) -> None:
     """Sign a checkpoint of the journal's tree now; keep it in the database (and --out)."""
     signer = _read(key).strip()
     with opened(db, create=False) as book:
-        journal = JournalIntegrity(book.store)
-        size, root = journal.head()
-        signed = Checkpoint(origin, size, root, datetime.now(UTC))
         try:
-            note = sign(signed, signer)
+            published = publish_checkpoint(book.store, signer, origin=origin, file=out)
         except NoteError as error:
             fail(error)
-        journal.keep(signed, note)
-    if out is not None:
-        with open(out, "a", encoding="utf-8") as file:
-            file.write(note)
-    click.echo(note, nl=False)
+    assert published is not None
+    click.echo(published[1], nl=False)
 
 
 @click.command()
@@ -140,34 +130,14 @@ def checkpoint(db: str, key: str, out: str | None, origin: str) -> None:
 def prove(db: str, bet_uid: int, as_json: bool) -> None:
     """The bet's commits and the proof of each in the latest signed checkpoint."""
     with opened(db, create=False) as book:
-        journal = JournalIntegrity(book.store)
-        latest = journal.latest()
-        if latest is None:
-            fail(ValueError("no signed checkpoint yet: run ledger checkpoint first"))
-        note = latest[0]
-        size = int(note.split("\n", 2)[1])
-        proofs = journal.bet_proofs(bet_uid, size)
-    if proofs is None:
-        fail(ValueError(f"bet {bet_uid} is not in the books"))
-    document = {
-        "bet_uid": bet_uid,
-        "checkpoint": note,
-        "commits": [
-            {
-                "seq": proof.seq,
-                "record": base64.b64encode(proof.record).decode(),
-                "content_hash": proof.content_hash.hex(),
-                "path": [base64.b64encode(step).decode() for step in proof.path],
-            }
-            for proof in proofs
-        ],
-    }
+        document = proof_document(book.store, bet_uid)
     if as_json:
         emit(document)
         return
-    click.echo(f"bet {bet_uid}: {len(proofs)} commit(s) in the checkpoint of {size}")
-    for proof in proofs:
-        click.echo(f"  commit {proof.seq}: content {proof.content_hash.hex()}")
+    size = document["checkpoint"].split("\n", 2)[1]
+    click.echo(f"bet {bet_uid}: {len(document['commits'])} commit(s) in the checkpoint of {size}")
+    for commit in document["commits"]:
+        click.echo(f"  commit {commit['seq']}: content {commit['content_hash']}")
 
 
 @click.command("verify-proof")
