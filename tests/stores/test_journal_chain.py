@@ -7,6 +7,7 @@ a checkpoint signed before it.
 from __future__ import annotations
 
 import itertools
+import threading
 from datetime import UTC, datetime
 from decimal import Decimal as D
 
@@ -356,3 +357,22 @@ def test_any_sequence_of_callbacks_and_re_sends_leaves_a_chain_that_verifies(
             pass  # refused (no funds, unknown bet): nothing written, nothing chained
         ok, problem, _ = verify(book)
         assert ok, problem
+
+
+def test_concurrent_writers_leave_one_record_each_in_commit_order_that_verifies(
+    book: ledger.Ledger,
+) -> None:
+    def deposits(user: str) -> None:
+        for n in range(10):
+            book.deposit(user, "EUR", "1.00", f"{user}-{n}")
+
+    threads = [threading.Thread(target=deposits, args=(f"u{n}",)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    found = records(book)
+    assert [record.seq for record in found] == list(range(1, len(found) + 1))
+    # One record per database transaction: group commit may have batched some deposits.
+    assert 1 <= len(found) <= 60
+    assert verify(book) == (True, "", 0)
