@@ -376,3 +376,16 @@ def test_concurrent_writers_leave_one_record_each_in_commit_order_that_verifies(
     # One record per database transaction: group commit may have batched some deposits.
     assert 1 <= len(found) <= 60
     assert verify(book) == (True, "", 0)
+
+
+def test_amounts_past_64_bits_texts_beyond_ascii_and_tickets_chain_as_verify_recomputes_them(
+    book: ledger.Ledger,
+) -> None:
+    # The content as the database hashes it when sealing (SQL on Postgres) and as verify
+    # recomputes it (Python) must agree on every kind of value.
+    book.deposit("jürgen-東京", "EUR", "100000000000000000000.00", "wide")
+    book.place_bets(
+        P.place(P.entry(1, user="jürgen-東京", amount=D("1e19"), rake=D("1e18"), ticket="t-ü"))
+    )
+    book.settle(P.settle(7, (1, "20000000000000000000", "jürgen-東京")))
+    assert verify(book) == (True, "", 0)

@@ -27,8 +27,9 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from .merkle import leaf_hash
 
@@ -36,6 +37,8 @@ __all__ = [
     "GENESIS",
     "RECORD_PREFIX",
     "Content",
+    "Digest",
+    "Hashed",
     "micros",
     "record_bytes",
     "record_hash",
@@ -72,6 +75,27 @@ def _value(value: Any) -> bytes:
 def row_bytes(tag: bytes, values: Iterable[Any]) -> bytes:
     """One row's canonical bytes: its tag, then each value."""
     return tag + b"".join([_value(value) for value in values])
+
+
+class Hashed(Protocol):
+    """A commit's content hash and how many rows it covers: a :class:`Content` fed here, or a
+    :class:`Digest` a database computed."""
+
+    @property
+    def rows(self) -> int: ...
+
+    def digest(self) -> bytes: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """A content hash computed elsewhere (Postgres computes a commit's in SQL)."""
+
+    value: bytes
+    rows: int
+
+    def digest(self) -> bytes:
+        return self.value
 
 
 class Content:

@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, insert, select, update
 
-from ..integrity.canonical import GENESIS, RECORD_PREFIX, Content, micros, record_hash
+from ..integrity.canonical import GENESIS, RECORD_PREFIX, Content, Hashed, micros, record_hash
 from .schema import bet_closes, bets, journal_chain, journal_head, postings, transactions
 
 __all__ = [
@@ -151,7 +151,7 @@ def commit_content(connection: Connection, grp: int | None) -> Content:
 
 
 def seal_in_steps(
-    connection: Connection, grp: int | None, content: Content, at: datetime
+    connection: Connection, grp: int | None, content: Hashed, at: datetime
 ) -> ChainRecord:
     """Append the record of commit ``grp`` in three statements, the hash computed here (SQLite,
     one writer; the migration, for the history). Postgres does it in one statement, queued
@@ -190,7 +190,7 @@ def seal_in_steps(
     return ChainRecord(seq, grp, prev, digest, record, at, content.rows)
 
 
-def one_statement_parameters(grp: int | None, content: Content, at: datetime) -> tuple[Any, ...]:
+def one_statement_parameters(grp: int | None, content: Hashed, at: datetime) -> tuple[Any, ...]:
     """The parameters of :data:`ONE_STATEMENT` for commit ``grp``."""
     digest = content.digest()
     return (RECORD_PREFIX, digest, micros(at), grp, digest.hex(), at, content.rows)

@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import ColumnElement
 
 from ..errors import LedgerError
-from ..integrity.canonical import Content
+from ..integrity.canonical import Hashed
 
 __all__ = ["BalanceMemo", "Dialect", "remembered"]
 
@@ -92,7 +92,12 @@ class Dialect(Protocol):
         (:func:`ledger.stores.events.seal`)."""
         ...
 
-    def seal_chain(self, connection: Connection, grp: int, content: Content, at: datetime) -> None:
+    def commit_content(self, connection: Connection, grp: int) -> Hashed:
+        """The content hash of the rows commit ``grp`` wrote (:mod:`ledger.stores.chain`),
+        read before any lock is taken."""
+        ...
+
+    def seal_chain(self, connection: Connection, grp: int, content: Hashed, at: datetime) -> None:
         """Append the journal chain's record of commit ``grp`` (its rows' ``content``),
         committed ``at``: after :meth:`seal_events`, before commit (:mod:`ledger.stores.chain`)."""
         ...

@@ -26,7 +26,7 @@ from ..deliveries import DeliveryRecord
 from ..directory import Seen
 from ..domain import Bet, Transaction
 from ..events import EventRow
-from . import chain, closing, directory, queries, revision
+from . import closing, directory, queries, revision
 from . import deliveries as journal
 from . import events as feed
 from .base import ClosingOutcome, Staged
@@ -158,7 +158,7 @@ class SqlUnitOfWork:
                 # Read back before any lock is taken: what the record seals is what a verifier
                 # reads (ledger.stores.chain).
                 self._dialect.send_queued(self._conn)
-                content = chain.commit_content(self._conn, self._event_group)
+                content = self._dialect.commit_content(self._conn, self._event_group)
             if count:
                 # The last statement before commit: it orders the ids (ledger.stores.events).
                 assert self._event_group is not None

@@ -26,7 +26,7 @@ from ...errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
-from ...integrity.canonical import Content
+from ...integrity.canonical import Hashed
 from .. import chain
 from .. import events as feed
 from ..base import Retry
@@ -160,7 +160,10 @@ class SqliteDialect:
     def seal_events(self, connection: Connection, grp: int, count: int, at: datetime) -> None:
         feed.seal_in_steps(connection, self, grp, count, at)
 
-    def seal_chain(self, connection: Connection, grp: int, content: Content, at: datetime) -> None:
+    def commit_content(self, connection: Connection, grp: int) -> Hashed:
+        return chain.commit_content(connection, grp)
+
+    def seal_chain(self, connection: Connection, grp: int, content: Hashed, at: datetime) -> None:
         chain.seal_in_steps(connection, grp, content, at)
 
     def timestamp(self, moment: datetime) -> Any:
