@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +64,12 @@ def verify(db: str, checkpoint_file: str | None, public_key: str | None, as_json
             )
         except NoteError as error:
             _verdict(False, f"the checkpoint does not verify: {error}", None, as_json)
+    started = time.monotonic()
     with opened(db, create=False) as book:
         report = JournalIntegrity(book.store).verify(checkpoint)
+    seconds = time.monotonic() - started
     problem = report.problem or "; ".join(report.balance_problems) or None
-    size = f"{report.size} commits, root {report.root.hex()}"
+    size = f"{report.size} commits, root {report.root.hex()}, {seconds:.1f} s"
     extended = "" if checkpoint is None else f", extends the checkpoint of {checkpoint.size}"
     _verdict(report.ok, problem or f"intact: {size}{extended}", report.seq, as_json, size=size)
 
