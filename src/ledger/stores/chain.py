@@ -18,7 +18,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, func, insert, select, type_coerce, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    bindparam,
+    func,
+    insert,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy.types import NullType
 
 from ..integrity.canonical import (
@@ -30,6 +39,7 @@ from ..integrity.canonical import (
     record_hash,
     row_encoder,
 )
+from .dialect import Dialect
 from .schema import bet_closes, bets, journal_chain, journal_head, postings, transactions
 
 __all__ = [
@@ -42,6 +52,7 @@ __all__ = [
     "record_of",
     "records",
     "seal_in_steps",
+    "seal_plain",
     "size",
 ]
 
@@ -117,11 +128,6 @@ def _of(column: Any, grp: int | None) -> ColumnElement[bool]:
     return result
 
 
-def _stream(connection: Connection, query: Any) -> Iterator[Any]:
-    # On the statement: a connection's options would stay with it (SQLAlchemy 2).
-    yield from connection.execute(query.execution_options(yield_per=_PAGE))
-
-
 def _raw(fields: tuple[Any, ...]) -> list[Any]:
     """The columns as the driver hands them back: no type's result processing (SQLAlchemy's
     parsing of SQLite's timestamps was most of a million-row read); canonical.row_encoder
@@ -137,23 +143,15 @@ _RAW_T, _RAW_P = _raw(TRANSACTION_FIELDS), _raw(POSTING_FIELDS)
 _RAW_B, _RAW_C = _raw(PLACED_FIELDS), _raw(CLOSED_FIELDS)
 
 
-def commit_content(connection: Connection, grp: int | None) -> Content:
-    """The content hash of the rows commit ``grp`` wrote (``None``: the history before the
-    chain), read in canonical order."""
-    content = Content()
-    add = content.add_encoded
+def _queries(grp: ColumnElement[Any] | None) -> list[tuple[Any, Any]]:
+    """The four sections' queries, for the group ``grp`` (a bound parameter) or the history
+    (``None``). Built once: building Core statements cost more than a small commit's reads."""
     txn = transactions.c
-    queries = [
-        (_T, select(*_RAW_T).where(_of(txn.commit_grp, grp)).order_by(txn.id)),
-        (
-            _P,
-            select(*_RAW_P)
-            .select_from(postings.join(transactions, transactions.c.id == postings.c.txn_id))
-            .where(_of(txn.commit_grp, grp))
-            .order_by(postings.c.id),
-        ),
-        (_B, select(*_RAW_B).where(_of(bets.c.placed_grp, grp)).order_by(bets.c.uid)),
-    ]
+
+    def of(column: Any) -> ColumnElement[bool]:
+        result: ColumnElement[bool] = column.is_(None) if grp is None else column == grp
+        return result
+
     if grp is None:
         closed = select(*_RAW_C).where(
             bets.c.state != "placed", bets.c.uid.not_in(select(bet_closes.c.uid))
@@ -164,11 +162,63 @@ def commit_content(connection: Connection, grp: int | None) -> Content:
             .select_from(bet_closes.join(bets, bets.c.uid == bet_closes.c.uid))
             .where(bet_closes.c.grp == grp)
         )
-    queries.append((_C, closed.order_by(bets.c.uid)))
+    queries = [
+        (_T, select(*_RAW_T).where(of(txn.commit_grp)).order_by(txn.id)),
+        (
+            _P,
+            select(*_RAW_P)
+            .select_from(postings.join(transactions, transactions.c.id == postings.c.txn_id))
+            .where(of(txn.commit_grp))
+            .order_by(postings.c.id),
+        ),
+        (_B, select(*_RAW_B).where(of(bets.c.placed_grp)).order_by(bets.c.uid)),
+        (_C, closed.order_by(bets.c.uid)),
+    ]
+    return [(encode, query.execution_options(yield_per=_PAGE)) for encode, query in queries]
+
+
+_OF_GROUP = _queries(bindparam("grp"))
+_OF_HISTORY = _queries(None)
+
+
+def commit_content(connection: Connection, grp: int | None) -> Content:
+    """The content hash of the rows commit ``grp`` wrote (``None``: the history before the
+    chain), read in canonical order."""
+    content = Content()
+    add = content.add_encoded
+    queries, parameters = (_OF_HISTORY, {}) if grp is None else (_OF_GROUP, {"grp": grp})
     for encode, query in queries:
-        for row in _stream(connection, query):
+        for row in connection.execute(query, parameters):
             add(encode(row))
     return content
+
+
+# SQLite's record: three statements of plain SQL (the cheapest way; one writer holds the lock).
+_HEAD = "SELECT seq, record_hash FROM journal_head WHERE id = 1"
+_MOVE = "UPDATE journal_head SET seq = ?, prev_hash = ?, record_hash = ? WHERE id = 1"
+_APPEND = (
+    "INSERT INTO journal_chain (seq, grp, prev_hash, content_hash, record_hash, committed_at, "
+    "row_count) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def seal_plain(
+    connection: Connection, dialect: Dialect, grp: int, content: Hashed, at: datetime
+) -> None:
+    """:func:`seal_in_steps` in plain SQL (SQLite, every commit)."""
+    head_row = dialect.run(connection, _HEAD).fetchone()
+    if head_row is None:
+        seal_in_steps(connection, grp, content, at)
+        return
+    seq, prev = int(head_row[0]) + 1, bytes.fromhex(head_row[1])
+    digest = content.digest()
+    record = record_hash(seq, prev, digest, at).hex()
+    dialect.run(connection, _MOVE, (seq, prev.hex(), record))
+    dialect.run(
+        connection,
+        _APPEND,
+        (seq, grp, prev.hex(), digest.hex(), record, dialect.timestamp(at), content.rows),
+    )
 
 
 def seal_in_steps(

@@ -164,7 +164,7 @@ class SqliteDialect:
         return chain.commit_content(connection, grp)
 
     def seal_chain(self, connection: Connection, grp: int, content: Hashed, at: datetime) -> None:
-        chain.seal_in_steps(connection, grp, content, at)
+        chain.seal_plain(connection, self, grp, content, at)
 
     def timestamp(self, moment: datetime) -> Any:
         # The text form SQLAlchemy's SQLite DateTime type reads back (UTC, no zone suffix): the
