@@ -32,6 +32,7 @@ from ledger.stores.integrity import JournalIntegrity
 from ledger.stores.postgres.urls import normalize_url
 from ledger.stores.schema import journal_chain, journal_head
 from support import payloads as P
+from support.books import fail_commits
 
 
 def scenario(book: ledger.Ledger) -> None:
@@ -388,4 +389,19 @@ def test_amounts_past_64_bits_texts_beyond_ascii_and_tickets_chain_as_verify_rec
         P.place(P.entry(1, user="jürgen-東京", amount=D("1e19"), rake=D("1e18"), ticket="t-ü"))
     )
     book.settle(P.settle(7, (1, "20000000000000000000", "jürgen-東京")))
+    assert verify(book) == (True, "", 0)
+
+
+def test_a_commit_that_fails_leaves_no_record_and_its_retry_chains_once(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario(book)
+    fail_commits(book, monkeypatch)
+    with pytest.raises(LedgerError):
+        book.place_bets(P.place(P.entry(9)))
+    monkeypatch.undo()
+    assert len(records(book)) == 6
+    book.place_bets(P.place(P.entry(9)))
+    book.place_bets(P.place(P.entry(9)))  # the platform's re-send: unchanged
+    assert len(records(book)) == 7
     assert verify(book) == (True, "", 0)
