@@ -265,6 +265,18 @@ def fund(port: int, users: list[str], amount: str = "100000000.00") -> None:
             response.raise_for_status()
 
 
+def limit_stakes(port: int, users: list[str], amount: str = "90000000.00") -> None:
+    """A monthly stake limit for each user, far above what a run stakes."""
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+        for user in users:
+            response = client.put(
+                f"/admin/users/{user}/limits",
+                headers={"Authorization": f"Bearer {OPERATOR}"},
+                json={"currency": "EUR", "kind": "stake", "period": "month", "amount": amount},
+            )
+            response.raise_for_status()
+
+
 # --- (a) and (d): HTTP Place Bet vs echo ------------------------------------------------------
 
 
@@ -276,14 +288,23 @@ def bench_echo(seconds: int) -> dict[str, Any]:
 
 
 def bench_http(
-    db: str, seconds: int, echo: dict[str, Any], *, hot: bool, workers: int = 1
+    db: str,
+    seconds: int,
+    echo: dict[str, Any],
+    *,
+    hot: bool,
+    workers: int = 1,
+    limits: bool = False,
 ) -> dict[str, Any]:
-    """(a) Place Bet against ``echo`` (measured in the same run) and, with ``hot``, (d)."""
+    """(a) Place Bet against ``echo`` (measured in the same run) and, with ``hot``, (d); with
+    ``limits``, every user has a stake limit (never reached), so every entry is checked."""
     port = free_port()
-    result: dict[str, Any] = {"workers": workers, "echo": echo}
+    result: dict[str, Any] = {"workers": workers, "echo": echo, "limits": limits}
     postmaster = database_pid(db)
     with ledger_server(db, port, workers) as process:
         fund(port, [f"u{n}" for n in range(USERS)])
+        if limits:
+            limit_stakes(port, [f"u{n}" for n in range(USERS)])
         wrk(port, "/bets", USERS, 2)
         result["place_bet"] = wrk(
             port, "/bets", USERS, seconds, pid=process.pid, database=postmaster
@@ -602,6 +623,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, help="seconds per wrk run (default 15, quick 5)")
     parser.add_argument("--quick", action="store_true", help="5 s runs, fewer embedded bets")
     parser.add_argument("--million", action="store_true", help="(c) also at 1,000,000")
+    parser.add_argument(
+        "--limits", action="store_true", help="(a) with a stake limit on every user"
+    )
     parser.add_argument("--json", type=Path, help="write the results here")
     parser.add_argument(
         "--report", type=Path, help="print the table of a results file as Markdown, and exit"
@@ -634,7 +658,7 @@ def main() -> None:
                 print(f"[{store}] (a) Place Bet vs echo, {count} worker(s) ...", flush=True)
                 with store_url(store, directory, f"http{count}") as url:
                     figures[f"a_http_{count}"] = bench_http(
-                        url, seconds, results["echo"], hot=hot, workers=count
+                        url, seconds, results["echo"], hot=hot, workers=count, limits=args.limits
                     )
             for size in sizes if "c" in parts else []:
                 print(f"[{store}] (c) settle of {size:,} participants ...", flush=True)

@@ -47,6 +47,22 @@ def _group_commit() -> None:
     original = _replace("ledger.writer.group_commit:GroupCommit", "__init__", init)
 
 
+def _held_writes() -> None:
+    # Every first run of a batch flushes its writes before the COMMIT, as a savepoint would.
+    module = importlib.import_module("ledger.writer.group_commit")
+    _replace("ledger.writer.group_commit", "_held", module._flushed)
+
+
+def _binary_arrays() -> None:
+    # Bulk columns dumped as psycopg dumps any list: in text, each element looked at.
+    import psycopg
+    from psycopg.types.array import ListDumper
+
+    arrays = importlib.import_module("ledger.stores.postgres.arrays")
+    for cls in arrays.ARRAYS.values():
+        psycopg.adapters.register_dumper(cls, ListDumper)
+
+
 def _balance_memo() -> None:
     def balances(connection: Any, keys: Any, memo: Any) -> Any:
         return original(connection, keys, None)  # read every time
@@ -112,10 +128,6 @@ def _jwt_memo() -> None:
     _replace("ledger.http.auth", "_VERIFIED", Forgetful())
 
 
-def _decoder_pool() -> None:
-    _replace("ledger.service.payloads", "INLINE_BODY", 1 << 62)  # decoded on the caller's thread
-
-
 def _set_based_close() -> None:
     _replace("ledger.commands.closes", "SET_BASED_FROM", 1 << 62)  # every close bet by bet
 
@@ -123,6 +135,8 @@ def _set_based_close() -> None:
 SWITCHES: dict[str, Callable[[], None]] = {
     "even_batches": _even_batches,
     "group_commit": _group_commit,
+    "held_writes": _held_writes,
+    "binary_arrays": _binary_arrays,
     "balance_memo": _balance_memo,
     "multi_row": _multi_row,
     "temp_store": _temp_store,
@@ -132,7 +146,6 @@ SWITCHES: dict[str, Callable[[], None]] = {
     "gc_pause": _gc_pause,
     "fast_path": _fast_path,
     "jwt_memo": _jwt_memo,
-    "decoder_pool": _decoder_pool,
     "set_based_close": _set_based_close,
 }
 

@@ -23,6 +23,7 @@ __all__ = [
     "InvalidAmount",
     "InvalidRequest",
     "LedgerError",
+    "LimitReached",
     "PayloadTooLarge",
     "ReferenceConflict",
     "SchemaNotReady",
@@ -33,6 +34,7 @@ __all__ = [
     "UnbalancedTransaction",
     "UnknownCurrency",
     "UnsupportedMediaType",
+    "UserExcluded",
     "UserNotFound",
 ]
 
@@ -120,6 +122,22 @@ class InsufficientFunds(LedgerError):
 
     key = "user.insufficient_funds"
     status = 402
+
+
+class LimitReached(LedgerError):
+    """A deposit or an entry would take the user past a responsible-gambling limit in force:
+    ``user.deposit_limit_reached``, ``user.stake_limit_reached`` or ``user.loss_limit_reached``
+    (the key names the limit's kind; the message its period and when the window frees room)."""
+
+    key = "user.stake_limit_reached"
+    status = 403
+
+
+class UserExcluded(LedgerError):
+    """The user is in a time-out or a self-exclusion: no entry and no deposit until it ends."""
+
+    key = "user.excluded"
+    status = 403
 
 
 class BetNotFound(LedgerError):

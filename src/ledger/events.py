@@ -52,9 +52,12 @@ __all__ = [
     "BET_SETTLED",
     "DEFAULT_RETENTION_DAYS",
     "DEPOSIT",
+    "EXCLUSION_ENDED",
+    "LIMIT_CHANGED",
     "MAX_WAIT",
     "ROW_COLUMNS",
     "TYPES",
+    "USER_EXCLUDED",
     "WITHDRAWAL",
     "Event",
     "EventPage",
@@ -62,6 +65,9 @@ __all__ = [
     "closed_rows",
     "event_dict",
     "event_text",
+    "excluded_row",
+    "exclusion_ended_row",
+    "limit_row",
     "movement_rows",
     "page_dict",
     "parse_after",
@@ -76,7 +82,19 @@ BET_REFUNDED = "bet.refunded"
 BET_SETTLED = "bet.settled"
 DEPOSIT = "deposit"
 WITHDRAWAL = "withdrawal"
-TYPES = (BET_PLACED, BET_REFUNDED, BET_SETTLED, DEPOSIT, WITHDRAWAL)
+LIMIT_CHANGED = "limit.changed"
+USER_EXCLUDED = "user.excluded"
+EXCLUSION_ENDED = "user.exclusion_ended"
+TYPES = (
+    BET_PLACED,
+    BET_REFUNDED,
+    BET_SETTLED,
+    DEPOSIT,
+    WITHDRAWAL,
+    LIMIT_CHANGED,
+    USER_EXCLUDED,
+    EXCLUSION_ENDED,
+)
 
 # Like the delivery journal: seamless-wallet providers keep transaction records four months.
 DEFAULT_RETENTION_DAYS = 120
@@ -296,3 +314,26 @@ def parse_wait(value: str | float | None) -> float:
     if not seconds >= 0:  # NaN too
         raise InvalidRequest(f"wait: expected seconds from 0 to {MAX_WAIT:g}, got {value!r}")
     return min(seconds, MAX_WAIT)
+
+
+def limit_row(
+    user: str, currency: str, kind: str, period: str, amount: int | None, effective: str | None
+) -> EventRow:
+    """The ``limit.changed`` row of a limit asked (``amount`` ``None``: removed; ``effective``
+    the ISO instant a change waiting for its cooling-off takes effect)."""
+    reference = f"{kind}/{period}" if effective is None else f"{kind}/{period}@{effective}"
+    return EventRow(
+        LIMIT_CHANGED, user, None, None, currency, amount or 0, None, None, None, reference, None
+    )
+
+
+def exclusion_ended_row(user: str, reason: str) -> EventRow:
+    """The ``user.exclusion_ended`` row of exclusions lifted early (``reason`` why)."""
+    return EventRow(EXCLUSION_ENDED, user, None, None, "", 0, None, None, None, reason, None)
+
+
+def excluded_row(user: str, until: str | None) -> EventRow:
+    """The ``user.excluded`` row of an exclusion (``until`` ISO, ``None``: indefinite)."""
+    return EventRow(
+        USER_EXCLUDED, user, None, None, "", 0, None, None, None, until or "indefinite", None
+    )

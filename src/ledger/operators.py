@@ -63,6 +63,8 @@ _GRANTS = {
     "move": "cashier",
     "check": "admin",
     "operators": "admin",
+    # Ending a player's exclusion before its end: an administrator's act, with a reason.
+    "lift": "admin",
 }
 
 # What the audit log records (the ``action`` column).
@@ -76,6 +78,10 @@ ACTIONS = (
     "operator_add",
     "operator_disable",
     "operator_passwd",
+    # A player's limit set, removed or its pending change cancelled; an exclusion; one lifted.
+    "limit",
+    "exclude",
+    "lift_exclusion",
     # A console POST refused for a missing or wrong CSRF token.
     "csrf_refused",
     # A call of the operator API (/admin) with the operator token that changes something or

@@ -21,6 +21,7 @@ from .events import DEFAULT_RETENTION_DAYS as DEFAULT_EVENT_RETENTION_DAYS
 from .webhooks import WebhookConfig, WebhookConfigError, parse_config
 
 __all__ = [
+    "DEFAULT_LIMIT_COOLING_OFF",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_STALE_HOLD_DAYS",
     "DEFAULT_STALE_HOLD_GRACE",
@@ -28,6 +29,7 @@ __all__ = [
     "Network",
     "Settings",
     "SettingsError",
+    "limit_options",
     "parse_duration",
     "stale_hold_options",
 ]
@@ -45,6 +47,8 @@ MIN_OPERATOR_TOKEN_LENGTH = 16
 
 DEFAULT_STALE_HOLD_GRACE = timedelta(hours=6)
 DEFAULT_STALE_HOLD_DAYS = 7.0
+# How long a higher responsible-gambling limit, or a limit's removal, waits (UKGC RTS 12).
+DEFAULT_LIMIT_COOLING_OFF = timedelta(hours=24)
 
 
 class SettingsError(ValueError):
@@ -101,6 +105,8 @@ class Settings:
     # gauge): see stale_hold_options().
     stale_hold_grace: timedelta = DEFAULT_STALE_HOLD_GRACE
     stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS
+    # Responsible-gambling limits: how long an increase or a removal waits (limit_options()).
+    limit_cooling_off: timedelta = DEFAULT_LIMIT_COOLING_OFF
     # Signed webhooks (ledger.webhooks): LEDGER_WEBHOOKS, JSON inline or a file's path.
     webhooks: WebhookConfig | None = None
     # Signed checkpoints of the journal (docs/integrity.md): the signing key file's path; a
@@ -280,6 +286,7 @@ class Settings:
         if (level := get("LEDGER_LOG_LEVEL")) is not None:
             options["log_level"] = level.upper()
         options.update(stale_hold_options(environ))
+        options.update(limit_options(environ))
         if (hooks := get("LEDGER_WEBHOOKS")) is not None:
             try:
                 options["webhooks"] = parse_config(hooks, environ)
@@ -299,6 +306,7 @@ class Settings:
             "threads": self.worker_threads,
             "stale_hold_grace": self.stale_hold_grace,
             "stale_hold_days": self.stale_hold_days,
+            "limit_cooling_off": self.limit_cooling_off,
             "read_url": self.read_database_url,
             "writer_process": self.writer_process,
             **self.store_options(),
@@ -336,6 +344,17 @@ def stale_hold_options(environ: Mapping[str, str]) -> dict[str, Any]:
         if not 0 < options["stale_hold_days"] < 100_000:
             raise SettingsError(f"LEDGER_STALE_HOLD_DAYS={days!r}: expected days > 0")
     return options
+
+
+def limit_options(environ: Mapping[str, str]) -> dict[str, Any]:
+    """``limit_cooling_off`` from ``LEDGER_LIMIT_COOLING_OFF`` where set: a bare number of
+    seconds, or a duration (``24h``, ``7d``, ``90m``, ``30s``). The server and the ``ledger``
+    command read the same variable."""
+    text = environ.get("LEDGER_LIMIT_COOLING_OFF", "").strip()
+    if not text:
+        return {}
+    name = "LEDGER_LIMIT_COOLING_OFF"
+    return {"limit_cooling_off": parse_duration(text if text[-1:].isalpha() else f"{text}s", name)}
 
 
 # What ledger.http.limits reads (the limits library's notation, one rate).

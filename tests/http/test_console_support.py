@@ -192,7 +192,7 @@ def test_a_page_refused_for_a_role_says_what_the_role_allows(client: TestClient[
     answer = client.get("/console/operators")
     assert answer.status_code == 403
     assert "Not for the cashier role" in answer.text
-    assert "deposit or withdraw on a user" in answer.text
+    assert "deposit or withdraw, set a player" in answer.text
     assert 'id="roles"' in answer.text
     assert "<h1>Refused</h1>" not in answer.text
 

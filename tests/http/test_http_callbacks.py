@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from decimal import Decimal
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ledger.http import callbacks
 from support.httpkit import (
     OPERATOR,
     PLACE,
@@ -334,6 +336,20 @@ def test_settle_pays_the_winner_and_not_the_zero_payout(wallet: Wallet) -> None:
     assert response.status_code == 200
     assert wallet.balance("u1") == ("34.50", "0.00")
     assert wallet.balance("u2") == ("9.00", "0.00")
+
+
+def test_a_settle_too_large_to_decode_on_the_event_loop_is_answered_like_a_small_one(
+    wallet: Wallet,
+) -> None:
+    uids = range(1, 1201)
+    wallet.deposit("u1", "20000.00")
+    assert wallet.place(place(*(entry(uid) for uid in uids))).status_code == 200
+    body = settle(7, *((uid, "2.00") for uid in uids))
+    assert len(json.dumps(body)) > callbacks.OFF_LOOP_BODY
+    response = wallet.settle(body)
+    assert response.status_code == 200
+    assert response.json() == {"closed": 1200, "unchanged": 0}
+    assert wallet.balance("u1") == ("9200.00", "0.00")
 
 
 def test_resent_settle_pays_once(wallet: Wallet) -> None:

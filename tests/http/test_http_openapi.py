@@ -14,7 +14,8 @@ import jsonschema_rs  # schemathesis' own validator
 import pytest
 from litestar.testing import TestClient
 
-from ledger.http.openapi import ASSETS_DIR, ERRORS
+from ledger.http.error_docs import ERRORS
+from ledger.http.openapi import ASSETS_DIR
 from support.httpkit import OPERATOR_HEADERS, dumps, serve
 from support.payloads import entry, place, refund, settle
 

@@ -370,25 +370,30 @@ def test_on_postgres_a_lone_command_failing_on_a_statement_held_for_the_commit_i
     assert sqlite_book.check().ok
 
 
-# --- huge bodies: decoded on a worker thread -----------------------------------------------
+# --- huge bodies: the collector paused until the answer -------------------------------------
 
 
 def _huge_settle(uids: range) -> bytes:
-    body = json.dumps(P.settle(7, *((uid, "1.00") for uid in uids))).encode()
-    assert len(body) > payloads.INLINE_BODY
-    return body
+    return json.dumps(P.settle(7, *((uid, "1.00") for uid in uids))).encode()
 
 
-def test_a_huge_body_is_decoded_and_settled_off_the_caller_with_the_same_answer(
+def test_a_huge_submitted_body_is_settled_and_the_collector_runs_again_once_it_is_answered(
     sqlite_book: ledger.Ledger,
 ) -> None:
     uids = range(1, 1001)
     sqlite_book.deposit("u1", "EUR", "100000.00", "seed")
     sqlite_book.place_bets(P.place(*(P.entry(uid) for uid in uids)))
-    answer = sqlite_book.submit_settle(_huge_settle(uids)).result()
-    assert list(answer.closed) == list(uids)
+    answer = sqlite_book.submit_settle(_huge_settle(uids))
+    assert list(answer.result().closed) == list(uids)
+    assert gc.isenabled()
+
+
+def test_a_huge_submitted_body_that_is_not_json_is_refused_and_the_collector_resumes(
+    sqlite_book: ledger.Ledger,
+) -> None:
     with pytest.raises(ledger.InvalidRequest):
-        sqlite_book.submit_settle(b" " * (payloads.INLINE_BODY + 1)).result()
+        sqlite_book.submit_settle(b" " * (BULK + 1) * payloads.BYTES_PER_BET).result()
+    assert gc.isenabled()
 
 
 def test_a_huge_commands_objects_are_freed_after_its_answer_with_the_collector_paused() -> None:

@@ -329,6 +329,16 @@ KEYS = {
     ("postings", "currency"),
     ("users", "uid"),
     ("bets", "user_uid"),
+    # The responsible-gambling limits' keys (migration 0021): limited users are locked in
+    # this order, as Python sorts them.
+    ("limited_users", "user_uid"),
+    ("limits", "user_uid"),
+    ("limits", "currency"),
+    ("limit_changes", "user_uid"),
+    ("limit_changes", "currency"),
+    ("exclusions", "user_uid"),
+    ("limit_activity", "user_uid"),
+    ("limit_activity", "currency"),
 }
 
 

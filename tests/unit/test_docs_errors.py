@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ledger.http.error_docs import ERRORS
 from ledger.http.errors import HTTP_KEYS
-from ledger.http.openapi import ERRORS
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted((ROOT / "src" / "ledger").rglob("*.py"))

@@ -89,6 +89,12 @@ COMMANDS: dict[str, _Entry] = {
         None,
         "The event feed in commit order, after an id (``prune`` deletes old events).",
     ),
+    "exclude": _Entry(
+        "ledger.cli.limits",
+        "exclude",
+        None,
+        "Exclude USER from betting and depositing until --until, or indefinitely.",
+    ),
     "holds": _Entry(
         "ledger.cli.books",
         "holds",
@@ -102,6 +108,12 @@ COMMANDS: dict[str, _Entry] = {
         "Show the house accounts per currency, and what the house earned over a period.",
     ),
     "keys": _Entry("ledger.cli.journal", "keys", None, "The checkpoint signing key."),
+    "limits": _Entry(
+        "ledger.cli.limits",
+        "limits",
+        None,
+        "A player's deposit, stake and loss limits: set, remove, cancel a pending change, show.",
+    ),
     "operators": _Entry(
         "ledger.cli.operators",
         "operators",

@@ -93,6 +93,8 @@ def events_prune(db: str, days: int, ignore_webhooks: bool) -> None:
     """
     with opened(db, create=False) as book:
         gone = book.prune_events(days, keep_undelivered=not ignore_webhooks)
+        # The limits' activity beyond the longest window (30 days), which no check reads.
+        book.prune_limit_activity()
         slowest = None if ignore_webhooks else book.slowest_webhook()
     click.echo(f"pruned {gone} events committed more than {days} days ago")
     if slowest is not None:

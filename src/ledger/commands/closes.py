@@ -47,6 +47,10 @@ def _write_closing(uow: UnitOfWork, decision: CloseDecision, delivery: Delivery 
     uow.close_bets(decision.bets)
     if decision.transaction is not None:
         uow.post([decision.transaction])
+        # Never refused by a limit; what it credits counts in limited users' windows.
+        credits = domain.user_credits(decision.transaction)
+        if credits:
+            uow.limits.record_returns(credits)
     # Only the bets closed now: a re-sent refund or settle closes nothing and says nothing.
     uow.append_events(events.closed_rows(decision.bets, request_id(delivery)))
     for note in decision.notes:
@@ -393,11 +397,15 @@ def _close_set(
     rows = closing.staged(uow)
     if rows is None:
         return None
+    before = uow.limits.last_posting()
     outcome = uow.close_staged(
         closing.kind, rows, closing.key, chunks.CHUNK, request_id(delivery), seen, describe_users
     )
     if outcome is None:
         return None
+    if not isinstance(outcome, int):
+        # Its credits to limited users, in one statement joined to them.
+        uow.limits.record_set_returns(closing.key, before)
     if isinstance(outcome, int):
         uid = items[outcome].bet_uid
         mentions = [item for item in items[: outcome + 1] if item.bet_uid == uid]

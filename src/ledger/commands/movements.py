@@ -8,6 +8,7 @@ from .. import domain, events
 from ..domain import (
     Replay,
     Transaction,
+    TxnKind,
 )
 from ..stores import UnitOfWork
 from ..writer.port import Single
@@ -33,5 +34,16 @@ class Move(Single):
         if isinstance(decided, Replay):
             return False
         uow.post([decided])
+        if decided.kind == TxnKind.DEPOSIT and decided.user is not None:
+            # After the post, which locked the account (the order Place Bet takes them in):
+            # a deposit past a limit, or of an excluded user, is refused with nothing kept.
+            # Withdrawals are never refused by a limit.
+            gate = uow.limits.gate([decided.user])
+            if gate:
+                [leg] = [leg for leg in decided.postings if leg.amount > 0]
+                refused = gate.admit_deposit(decided.user, leg.currency, leg.amount)
+                if refused is not None:
+                    raise refused
+                uow.limits.record(gate)
         uow.append_events(events.movement_rows(decided, self.request_id))
         return True

@@ -34,7 +34,7 @@ class PruneDeliveries(Single):
     size: int = 1
 
     def apply(self, uow: UnitOfWork) -> int:
-        return uow.prune_deliveries(self.cutoff, self.batch)
+        return uow.retention().prune_deliveries(self.cutoff, self.batch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,5 +50,7 @@ class PruneEvents(Single):
 
     def apply(self, uow: UnitOfWork) -> int:
         # Read in the same transaction; cursors only move forward, so it can only keep more.
-        slowest = uow.slowest_webhook() if self.keep_undelivered else None
-        return uow.prune_events(self.cutoff, self.batch, None if slowest is None else slowest[1])
+        retention = uow.retention()
+        slowest = retention.slowest_webhook() if self.keep_undelivered else None
+        through = None if slowest is None else slowest[1]
+        return retention.prune_events(self.cutoff, self.batch, through)

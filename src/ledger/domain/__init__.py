@@ -38,6 +38,7 @@ from .closing import (
     settle_many,
 )
 from .journal import Posting, Replay, Transaction, TxnKind, residual, transfer
+from .limit_gate import Gate, user_credits
 from .movements import deposit, movement, movement_keys, withdrawal
 from .placing import (
     PlacedBets,
@@ -64,6 +65,7 @@ __all__ = [
     "ClosedBets",
     "Entry",
     "Funding",
+    "Gate",
     "PlaceDecision",
     "PlaceRequest",
     "PlacedBets",
@@ -94,5 +96,6 @@ __all__ = [
     "settle_many",
     "transfer",
     "user_account",
+    "user_credits",
     "withdrawal",
 ]

@@ -4,7 +4,7 @@ it was."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -124,6 +124,7 @@ def place_many(
     requests: Sequence[PlaceRequest],
     known: Mapping[int, Bet | None],
     balances: Mapping[tuple[str, str], int],
+    admit: Callable[[list[Bet]], LedgerError | None] | None = None,
 ) -> list[PlaceDecision | LedgerError]:
     """Decide Place Bet requests in order, each all or nothing, as if they came one by one.
 
@@ -132,7 +133,9 @@ def place_many(
     other account in it is not looked at). A request that fails gets its error in its place and
     leaves no trace; one that holds is seen by the requests after it: its bets are known, its
     debits spent. The store's conditional debits and unique keys still guard what is finally
-    written.
+    written. ``admit`` (the responsible-gambling limits: :class:`.limit_gate.Gate`) is asked
+    about each request's new bets once its funds are found; its error refuses that request
+    alone. A re-sent entry is no new bet: a request that was accepted stays accepted.
     """
     seen = dict(known)
     available = dict(balances)
@@ -142,6 +145,10 @@ def place_many(
             decision, spent = _place_request(request, seen, available)
         except LedgerError as error:
             decisions.append(error)
+            continue
+        refused = None if admit is None or not decision.bets else admit(decision.bets)
+        if refused is not None:
+            decisions.append(refused)
             continue
         for bet in decision.bets:
             seen[bet.uid] = bet

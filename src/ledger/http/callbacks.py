@@ -67,6 +67,11 @@ LOGGED_UIDS = 20
 # X-Request-Id is kept (logged and journalled) up to the journal column's 255 characters, and an
 # error message up to LOGGED_MESSAGE: a 16 MB header was once written whole into the log line.
 REQUEST_ID_MAX = 255
+# A body over this is decoded on one of the runtime's worker threads: a million-participant
+# settle is 300 MB of JSON and seconds of decoding, during which the event loop keeps answering
+# other deliveries and /health. No faster (benchmark (c) alike with and without); only the
+# loop's latency is at stake.
+OFF_LOOP_BODY = 64 * 1024
 LOGGED_MESSAGE = 500
 
 
@@ -267,7 +272,13 @@ async def _deliver(
             ledger = await runtime.offload(runtime.ledger)
         deadline = DEADLINES[event]
         # The command writes the 200 journal row itself, in the transaction of its effects.
-        future = callback.submit(ledger, body, delivery if settings.delivery_journal else None)
+        journalled = delivery if settings.delivery_journal else None
+        opened = ledger
+
+        def submit() -> Future[Any]:
+            return callback.submit(opened, body, journalled)
+
+        future = await runtime.offload(submit) if len(body) > OFF_LOOP_BODY else submit()
         try:
             # One timer for every waiting delivery (LoopFutures), not an anyio cancel scope or
             # an asyncio timeout each. What is awaited is not chained back to the submitted

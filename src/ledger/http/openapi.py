@@ -17,18 +17,16 @@ the page loads nothing from anywhere else.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 from litestar import Router
-from litestar.openapi import OpenAPIConfig, ResponseSpec
+from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import (
     Components,
-    Example,
     OpenAPIMediaType,
     OpenAPIResponse,
     Operation,
@@ -47,6 +45,7 @@ from ..contract import (
     Text,
     UserUid,
 )
+from .error_docs import CALLBACK_ERRORS, ERRORS, INPUT_ERRORS, OPERATOR_ERRORS, error_responses
 
 __all__ = [
     "ASSETS_PATH",
@@ -54,7 +53,6 @@ __all__ = [
     "OPERATOR_SECURITY",
     "PLATFORM_SECURITY",
     "callback_docs",
-    "error_responses",
     "openapi_assets",
     "openapi_config",
     "operator_docs",
@@ -87,114 +85,6 @@ SECURITY_SCHEMES: dict[str, SecurityScheme] = {
         description="`Authorization: Bearer <LEDGER_OPERATOR_TOKEN>`; the API is 403 without one.",
     ),
 }
-
-
-class ErrorBody(Struct):
-    """Every error answer: a stable, machine-readable key and a text for people."""
-
-    error: str
-    message: str
-
-
-# Each key the server answers, with the status it comes with and a message as the server
-# words it.
-ERRORS: dict[str, tuple[int, str]] = {
-    "request.malformed_json": (400, "malformed JSON: truncated input at position 17"),
-    "request.invalid": (400, "Object missing required field `uid` - at `$.bets[0].bet`"),
-    "reconcile.unreadable_file": (400, "row 3: status 'won' is not one of placed, active, ..."),
-    "request.invalid_cursor": (400, "not a cursor this API gave"),
-    "amount.invalid": (400, "amount: 10.001 is finer than EUR's 2 decimals"),
-    "currency.unknown": (400, "currency 'FUN' has no known scale"),
-    "request.wrong_event": (
-        400,
-        "X-Callback-Event 'winners:tournament' does not belong on /bets "
-        "(expected create:fantasy_team)",
-    ),
-    "auth.missing_token": (401, "missing Authorization header"),
-    "auth.invalid_token": (401, "invalid token: Signature verification failed"),
-    "auth.token_expired": (401, "the token has expired"),
-    "operator.invalid_token": (401, "invalid operator token"),
-    "user.insufficient_funds": (402, "user u1 has insufficient EUR funds"),
-    "auth.wrong_client": (403, "client 'other' is not this wallet's client"),
-    "auth.wrong_role": (403, "role 'user' may not call this endpoint (needs admin)"),
-    "auth.ip_forbidden": (403, "address 192.0.2.1 is not allowed"),
-    "operator.disabled": (403, "the operator API is disabled: set LEDGER_OPERATOR_TOKEN"),
-    "bet.not_found": (404, "bet 1001 is unknown"),
-    "checkpoint.not_found": (404, "no checkpoint has been signed yet"),
-    "user.not_found": (404, "user u1 is unknown"),
-    "tournament.not_found": (404, "tournament 7 is unknown"),
-    "bet.conflict": (409, "bet 1001 is already recorded with other amounts"),
-    "bet.already_refunded": (409, "bet 1001 was refunded; it cannot be settled"),
-    "bet.already_settled": (409, "bet 1001 was settled; it cannot be refunded"),
-    "reference.conflict": (409, "reference topup-1 names another movement"),
-    "request.too_large": (
-        413,
-        "the request body is over the configured limit (LEDGER_MAX_BODY_BYTES)",
-    ),
-    "request.unsupported_media_type": (
-        415,
-        "Content-Type 'application/x-www-form-urlencoded': expected application/json",
-    ),
-    "ledger.check_failed": (500, "1 invariant(s) violated"),
-    "store.unavailable": (503, "the database is unreachable: connection refused"),
-    "store.busy": (503, "the database stayed locked: database is locked"),
-    "request.timeout": (503, "no answer within 110 s; the outcome is unknown, re-send"),
-}
-
-_STATUS_MEANING = {
-    400: "Bad input: nothing was changed",
-    401: "Missing or invalid credentials",
-    402: "The user's available balance is short: nothing was changed",
-    403: "Valid credentials without the right to do this",
-    404: "Unknown bet: nothing was changed",
-    409: "Conflicts with what the ledger recorded: nothing was changed",
-    413: "Body over LEDGER_MAX_BODY_BYTES",
-    415: "Content-Type is not JSON",
-    500: "The books fail a check",
-    503: "Technical failure, outcome unknown: re-send (every callback is idempotent)",
-}
-
-_INPUT = (
-    "request.malformed_json",
-    "request.invalid",
-    "amount.invalid",
-    "currency.unknown",
-    "request.too_large",
-    "request.unsupported_media_type",
-)
-_CALLBACK = (
-    *_INPUT,
-    "request.wrong_event",
-    "auth.missing_token",
-    "auth.invalid_token",
-    "auth.token_expired",
-    "auth.wrong_client",
-    "auth.wrong_role",
-    "auth.ip_forbidden",
-    "store.unavailable",
-    "store.busy",
-    "request.timeout",
-)
-_OPERATOR = ("operator.invalid_token", "operator.disabled", "store.unavailable", "store.busy")
-
-
-def error_responses(keys: Iterable[str]) -> dict[int, ResponseSpec]:
-    """The documented error answers for ``keys``: one response per status, an example per key."""
-    by_status: dict[int, list[str]] = {}
-    for key in keys:
-        by_status.setdefault(ERRORS[key][0], []).append(key)
-    return {
-        status: ResponseSpec(
-            data_container=ErrorBody,
-            generate_examples=False,
-            description=f"{_STATUS_MEANING[status]} ({', '.join(found)})",
-            examples=[
-                Example(summary=key, value={"error": key, "message": ERRORS[key][1]})
-                for key in found
-            ],
-        )
-        for status, found in sorted(by_status.items())
-    }
 
 
 # --- request bodies -------------------------------------------------------------------------------
@@ -396,17 +286,24 @@ _MOVEMENT_EXAMPLE = {"user": "u1", "currency": "EUR", "amount": "100.00", "refer
 
 _CALLBACKS: dict[type[Struct], tuple[tuple[str, ...], Any, OpenAPIResponse]] = {
     PlaceBetsRequest: (
-        (*_CALLBACK, "user.insufficient_funds", "bet.conflict"),
+        (
+            *CALLBACK_ERRORS,
+            "user.insufficient_funds",
+            "bet.conflict",
+            "user.stake_limit_reached",
+            "user.loss_limit_reached",
+            "user.excluded",
+        ),
         _PLACE_EXAMPLE,
         _SECRETS,
     ),
     RefundRequest: (
-        (*_CALLBACK, "bet.not_found", "bet.already_settled", "bet.conflict"),
+        (*CALLBACK_ERRORS, "bet.not_found", "bet.already_settled", "bet.conflict"),
         _REFUND_EXAMPLE,
         _CLOSED,
     ),
     SettleRequest: (
-        (*_CALLBACK, "bet.not_found", "bet.already_refunded", "bet.conflict"),
+        (*CALLBACK_ERRORS, "bet.not_found", "bet.already_refunded", "bet.conflict"),
         _SETTLE_EXAMPLE,
         _CLOSED,
     ),
@@ -437,10 +334,10 @@ def operator_docs(
     its own 400 for them otherwise, in a shape this server never answers.
     """
     if movement:
-        keys = (*keys, *_INPUT, "reference.conflict")
+        keys = (*keys, *INPUT_ERRORS, "reference.conflict")
     if funds:
         keys = (*keys, "user.insufficient_funds")
-    ordered = sorted({*keys, *_OPERATOR}, key=lambda key: (ERRORS[key][0], key))
+    ordered = sorted({*keys, *OPERATOR_ERRORS}, key=lambda key: (ERRORS[key][0], key))
     docs: dict[str, Any] = {"responses": error_responses(ordered)}
     if movement:
         docs["operation_class"] = _operation(

@@ -19,7 +19,7 @@ from litestar.handlers import HTTPRouteHandler
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from ..errors import LedgerError, StoreUnavailable
-from .openapi import error_responses
+from .error_docs import error_responses
 from .runtime import Runtime
 
 __all__ = ["ops_handlers"]

@@ -46,6 +46,15 @@ REOPEN_AFTER = 1.0
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
+# The error keys of a limit's refusal, with the kind /metrics counts it under.
+LIMIT_KEYS = {
+    "user.deposit_limit_reached": "deposit",
+    "user.stake_limit_reached": "stake",
+    "user.loss_limit_reached": "loss",
+    "user.excluded": "excluded",
+}
+
+
 class Metrics:
     """Prometheus metrics in a registry of their own, so that tests can build many apps."""
 
@@ -76,6 +85,14 @@ class Metrics:
             "LEDGER_STALE_HOLD_DAYS: the bets to chase with the platform.",
             registry=self.registry,
         )
+        # Responsible-gambling refusals (ledger.domain.limit_gate), of Place Bets and deposits.
+        self.limit_refusals = Counter(
+            "ledger_limit_refusals",
+            "Place Bets and deposits refused by a responsible-gambling limit, by the limit's "
+            "kind (deposit, stake, loss) or excluded (an exclusion in force).",
+            ["kind"],
+            registry=self.registry,
+        )
         # Each labelled child, looked up once: ``labels()`` validates and joins its arguments
         # under a lock on every call, a cost paid per delivery on the event loop.
         self._delivered: dict[tuple[str, str, int], Any] = {}
@@ -89,10 +106,16 @@ class Metrics:
             # Bounded: events are the configured ones, outcomes the error keys.
             counter = self._delivered[key] = self.deliveries.labels(event, outcome, str(status))
         counter.inc()
+        if outcome in LIMIT_KEYS:
+            self.limit_refused(outcome)
         latency = self._latencies.get(event)
         if latency is None:
             latency = self._latencies[event] = self.latency.labels(event)
         latency.observe(seconds)
+
+    def limit_refused(self, key: str) -> None:
+        """Count one refusal by a limit or an exclusion (``key``, one of :data:`LIMIT_KEYS`)."""
+        self.limit_refusals.labels(LIMIT_KEYS[key]).inc()
 
 
 class LoopFutures:

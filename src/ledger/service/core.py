@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self, TypeVar
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from ..currencies import CurrencyTable
 from ..money import from_minor, to_minor
 from ..settings import (
+    DEFAULT_LIMIT_COOLING_OFF,
     DEFAULT_STALE_HOLD_DAYS,
     DEFAULT_STALE_HOLD_GRACE,
 )
@@ -23,7 +24,7 @@ from ..stores import (
 )
 from ..writer import Command, DirectWriter, GroupCommit, Writer
 from ..writer.process import ChildSpec, ProcessWriter
-from .payloads import Decoders
+from .payloads import submit_paused
 
 if TYPE_CHECKING:
     pass
@@ -52,8 +53,15 @@ class LedgerCore:
         stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS,
         read_store: Store | None = None,
         writer_process: ChildSpec | None = None,
+        limit_cooling_off: timedelta = DEFAULT_LIMIT_COOLING_OFF,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.store = store
+        # Responsible-gambling limits: an increase's or a removal's wait, and the clock of their
+        # windows (injected by tests; it is the store's, read inside each unit of work).
+        self.limit_cooling_off = limit_cooling_off
+        if clock is not None:
+            store.clock = clock
         self.stale_hold_grace = stale_hold_grace
         self.stale_hold_days = stale_hold_days
         # Reports may read from a replica; nothing that decides money does (see _read).
@@ -72,7 +80,6 @@ class LedgerCore:
         if writer_process is not None:
             # Place Bets to a group commit in a child process (ledger.writer.process).
             self.writer = ProcessWriter(self.writer, writer_process)
-        self._decoders = Decoders()
 
     def __enter__(self) -> Self:
         return self
@@ -87,15 +94,14 @@ class LedgerCore:
 
     def close(self) -> None:
         """Finish every write already submitted, then release the database."""
-        self._decoders.close()
         self.writer.close()
         self.store.close()
         if self.read_store is not None:
             self.read_store.close()
 
     def _submit(self, payload: Any, command: Callable[[Any], Command[R]]) -> Future[R]:
-        """Validate ``payload`` into a command and submit it (see :class:`.payloads.Decoders`)."""
-        return self._decoders.submit(self.writer, payload, command)
+        """Validate ``payload`` into a command and submit it (see :mod:`.payloads`)."""
+        return submit_paused(self.writer, payload, command)
 
     def _read(self, work: Callable[[Reads], T], *, primary: bool = False) -> T:
         """Run a read in a read-only transaction: on the read replica when there is one.

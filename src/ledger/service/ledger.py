@@ -7,17 +7,20 @@ all-or-nothing. Reads open a read-only unit of work of their own.
 
 The class is assembled from its parts, one module each: :mod:`.writes` (money in and out, the
 callbacks), :mod:`.books` (balances, statements, holds, reports), :mod:`.directory`
-(tournaments, users, bets) and :mod:`.feed` (events, the delivery journal), over
+(tournaments, users, bets), :mod:`.feed` (events, the delivery journal) and :mod:`.limits`
+(responsible-gambling limits and exclusions), over
 :mod:`.core` (the store, the writer, reading).
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..currencies import CurrencyTable
 from ..settings import (
+    DEFAULT_LIMIT_COOLING_OFF,
     DEFAULT_STALE_HOLD_DAYS,
     DEFAULT_STALE_HOLD_GRACE,
 )
@@ -27,12 +30,13 @@ from ..stores import (
 from ..writer.process import ChildSpec
 from .directory import Directory
 from .feed import Feed
+from .limits import PlayerLimits
 from .writes import Writes
 
 __all__ = ["Ledger", "open_ledger"]
 
 
-class Ledger(Writes, Directory, Feed):
+class Ledger(Writes, Directory, Feed, PlayerLimits):
     """A double-entry wallet ledger over one store. Build it with :func:`open_ledger`."""
 
 
@@ -49,6 +53,8 @@ def open_ledger(
     stale_hold_days: float = DEFAULT_STALE_HOLD_DAYS,
     read_url: str | None = None,
     writer_process: bool = False,
+    limit_cooling_off: timedelta = DEFAULT_LIMIT_COOLING_OFF,
+    clock: Callable[[], datetime] | None = None,
     **store_options: Any,
 ) -> Ledger:
     """Open the ledger in the database ``url`` names (the one composition root of the library).
@@ -63,7 +69,10 @@ def open_ledger(
     after ``stale_hold_days`` (see :meth:`Ledger.stale_rule`). ``read_url`` names a read
     replica (a streaming standby) that reports read from; see :meth:`Ledger._read`.
     ``writer_process`` applies Place Bets in a child process with a GIL of its own (the
-    callback server's default; see :mod:`ledger.writer.process`).
+    callback server's default; see :mod:`ledger.writer.process`). ``limit_cooling_off`` is
+    how long a higher responsible-gambling limit or a removal waits (:mod:`.limits`);
+    ``clock`` (timezone-aware UTC) replaces the wall clock of the limits' windows and
+    cooling-off, for tests (a writer process keeps its own wall clock).
     """
     store = open_store(url, migrate=migrate, **store_options)
     try:
@@ -88,4 +97,6 @@ def open_ledger(
         writer_process=(
             ChildSpec(url, store_options, max_queue, max_wait) if writer_process else None
         ),
+        limit_cooling_off=limit_cooling_off,
+        clock=clock,
     )

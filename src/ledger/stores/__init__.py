@@ -34,7 +34,7 @@ from .base import (
     TournamentRecord,
     UserRecord,
 )
-from .port import Audit, Reads, Store, UnitOfWork
+from .port import Audit, Limits, Reads, Store, UnitOfWork
 
 __all__ = [
     "AccountBalance",
@@ -46,6 +46,7 @@ __all__ = [
     "HoldRow",
     "HourTotals",
     "HouseTotals",
+    "Limits",
     "PoolTotals",
     "PostingRecord",
     "Reads",

@@ -18,7 +18,7 @@ from .base import CheckReport
 from .dialect import Dialect
 from .schema import accounts, bets, open_bets, postings, transactions
 
-__all__ = ["check"]
+__all__ = ["check", "ping"]
 
 LIMIT = 50
 
@@ -37,6 +37,11 @@ def _negative(amount: ColumnElement[Any]) -> ColumnElement[bool]:
 
 def _positive(amount: ColumnElement[Any]) -> ColumnElement[bool]:
     return and_(not_(_negative(amount)), amount != 0)
+
+
+def ping(connection: Connection) -> None:
+    """One round trip: the database answers."""
+    connection.execute(select(literal(1))).scalar_one()
 
 
 def check(connection: Connection, dialect: Dialect) -> CheckReport:

@@ -187,10 +187,14 @@ class Dialect(Protocol):
         uids: Sequence[int],
         keys: Sequence[tuple[str, str]],
         memo: BalanceMemo | None = None,
+        users: Sequence[str] = (),
+        probe: dict[str, list[str]] | None = None,
     ) -> tuple[list[Any], dict[tuple[str, str], int]]:
         """The bet rows among ``uids`` (as :meth:`select_bets`) and the balances of the ``keys``
         accounts that exist, locked as :meth:`lock_balances` locks them and remembered in
-        ``memo``: a Place Bet's decision, whose writes follow in the same transaction."""
+        ``memo``: a Place Bet's decision, whose writes follow in the same transaction. A
+        database where it saves a round trip may also find which of ``users`` are limited
+        (:mod:`.limit_rows`), their rows locked after the accounts, into ``probe["limited"]``."""
         ...
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:

@@ -27,6 +27,7 @@ __all__ = [
     "bet_postings",
     "bet_record",
     "bet_records",
+    "bet_times",
     "bets_by_time",
     "record_seen",
     "record_staged_users",
@@ -372,6 +373,13 @@ def bet_record(connection: Connection, uid: int) -> BetRecord | None:
     """The bet with its times and names, or ``None``."""
     row = connection.execute(_bets_with_names().where(bets.c.uid == uid)).first()
     return None if row is None else _bet(row)
+
+
+def bet_times(connection: Connection, uid: int) -> tuple[datetime, datetime | None] | None:
+    """When the bet was placed and closed (``None`` while open), or ``None`` for no such bet."""
+    query = select(bets.c.placed_at, bets.c.closed_at).where(bets.c.uid == uid)
+    row = connection.execute(query).first()
+    return None if row is None else (row.placed_at, row.closed_at)
 
 
 def bet_postings(connection: Connection, found: BetRecord) -> list[PostingRecord]:

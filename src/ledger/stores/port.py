@@ -19,7 +19,7 @@ Stores translate their driver's exceptions into :mod:`ledger.errors` at this bou
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from types import TracebackType
@@ -28,6 +28,8 @@ from typing import Any, Literal, Protocol, Self
 from ..deliveries import DeliveryFilter, DeliveryRecord
 from ..directory import Seen
 from ..domain import Bet, Transaction
+from ..domain.limit_gate import Gate
+from ..domain.limits import Activity, Exclusion, Limit
 from ..events import EventRow
 from .base import (
     AccountBalance,
@@ -47,7 +49,56 @@ from .base import (
     UserRecord,
 )
 
-__all__ = ["Audit", "Reads", "Store", "UnitOfWork"]
+__all__ = ["Audit", "Limits", "Reads", "Retention", "Store", "UnitOfWork"]
+
+
+class Limits(Protocol):
+    """The responsible-gambling limits inside a unit of work (``uow.limits``)."""
+
+    clock: Callable[[], datetime]
+
+    def gate(self, users: Collection[str]) -> Gate:
+        """What decides the deposits and entries of ``users`` now: empty (one indexed probe,
+        nothing locked) unless some are limited; their limit state is then locked and read."""
+
+    def record(self, gate: Gate) -> None:
+        """Write the activity ``gate`` admitted."""
+
+    def record_returns(self, credits: Mapping[tuple[str, str], int]) -> None:
+        """Record ``(user, currency)`` credits of refunds and payouts, for limited users."""
+
+    def record_set_returns(self, key: str, after_posting: int) -> None:
+        """Record a set-based close's credits (transactions ``key:<n>``, postings after
+        ``after_posting``) to limited users, in one statement."""
+
+    def last_posting(self) -> int:
+        """The highest posting id so far."""
+
+    def mark_limited(self, user: str) -> None:
+        """Make ``user`` limited and lock its limit state."""
+
+    def user_limits(self, user: str) -> list[Limit]:
+        """``user``'s limits."""
+
+    def save_limit(
+        self, user: str, change: tuple[Limit, Limit | None, str, str | None], effective_at: datetime
+    ) -> None:
+        """Write a limit (``new, old, by, reason``) and its history row."""
+
+    def user_exclusions(self, user: str) -> list[tuple[Exclusion, str]]:
+        """``user``'s exclusions, oldest first, with who asked."""
+
+    def add_exclusion(self, user: str, exclusion: Exclusion, by: str) -> None:
+        """Record an exclusion."""
+
+    def lift_exclusions(self, user: str) -> int:
+        """End ``user``'s exclusions in force now (an administrator's act); how many."""
+
+    def activity(self, user: str) -> dict[str, list[Activity]]:
+        """``user``'s activity of the longest window, per currency."""
+
+    def prune(self, batch: int) -> int:
+        """Delete up to ``batch`` activity rows older than the longest window."""
 
 
 class UnitOfWork(Protocol):
@@ -62,6 +113,10 @@ class UnitOfWork(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+    @property
+    def limits(self) -> Limits:
+        """The responsible-gambling limits, in this transaction."""
 
     def commit(self) -> None:
         """Make everything written durable, or raise; after a raise nothing was written."""
@@ -81,8 +136,10 @@ class UnitOfWork(Protocol):
         uids: Sequence[int],
         debited: Collection[tuple[str, str]],
         credited: Collection[tuple[str, str]],
+        users: Collection[str] = (),
     ) -> tuple[dict[int, Bet], dict[tuple[str, str], int]]:
-        """What a decision to post reads: the recorded bets among ``uids`` and the balances of
+        """What a decision to post reads (and, where it saves a round trip, the limits' probe
+        of ``users`` for :meth:`Limits.gate`): the recorded bets among ``uids`` and the balances of
         the ``(name, currency)`` accounts among ``debited`` and ``credited`` that exist, before
         this unit of work posts to them. The accounts are held for its writes (locked on
         Postgres, SQLite's writer holding the database), which then read none of them again:
@@ -139,6 +196,13 @@ class UnitOfWork(Protocol):
 
     def record_seen(self, seen: Seen) -> None:
         """Upsert what a payload said of its tournaments and users (one uid each, sorted)."""
+
+    def retention(self) -> Retention:
+        """What retention deletes, in this unit of work."""
+
+
+class Retention(Protocol):
+    """Retention's deletes: the event feed's and the delivery journal's oldest rows."""
 
     def prune_events(self, cutoff: datetime, batch: int, through: int | None = None) -> int:
         """Delete the events of up to ``batch`` of the oldest transactions committed before
@@ -304,6 +368,8 @@ class Store(Protocol):
     # Events committed through this object so far (ledger.events): a metric, and a signal to
     # readers waiting in this process.
     events_appended: int
+    # The clock of the responsible-gambling limits (their windows and cooling-off).
+    clock: Callable[[], datetime]
 
     def unit_of_work(self, *, write: bool = True, bulk: bool = False) -> UnitOfWork:
         """A new unit of work; ``write=False`` for one that must not take the write lock;

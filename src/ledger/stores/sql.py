@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Literal, Self
@@ -32,8 +32,11 @@ from . import events as feed
 from .base import ClosingOutcome, Staged
 from .bet_rows import add_bets, close_bets
 from .dialect import BalanceMemo, Dialect
+from .limit_rows import SqlLimits
+from .port import Audit, Reads
 from .posting import post
 from .reads import SqlReads
+from .retention import SqlRetention
 from .staged_close import close_staged
 
 __all__ = ["SqlStore", "SqlUnitOfWork"]
@@ -52,6 +55,8 @@ class SqlStore:
         # Events committed through this store object: the appended-events counter (metrics).
         self.events_appended = 0
         self._counting = threading.Lock()
+        # The clock of the responsible-gambling limits (windows, cooling-off): injectable.
+        self.clock: Callable[[], datetime] = _now
 
     def _appended(self, count: int) -> None:
         with self._counting:
@@ -61,12 +66,14 @@ class SqlStore:
         return SqlUnitOfWork(self, write=write, bulk=bulk)
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[SqlReads]:
+    def reading(self) -> Iterator[Reads]:
         with self.translate_errors(), self.unit_of_work(write=False) as uow:
             yield SqlReads(uow.connection, self.dialect)
 
-    def auditing(self) -> contextlib.AbstractContextManager[SqlReads]:
-        return self.reading()
+    @contextlib.contextmanager
+    def auditing(self) -> Iterator[Audit]:
+        with self.translate_errors(), self.unit_of_work(write=False) as uow:
+            yield SqlReads(uow.connection, self.dialect)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -113,6 +120,7 @@ class SqlUnitOfWork:
         # longer hold.
         self._balances: BalanceMemo = {}
         self._committed = False
+        self._limits: SqlLimits | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -148,6 +156,16 @@ class SqlUnitOfWork:
         if self._connection is None:
             raise RuntimeError("the unit of work is not open")
         return self._connection
+
+    @property
+    def limits(self) -> SqlLimits:
+        """The responsible-gambling limits in this transaction (:mod:`.limit_rows`)."""
+        if self._limits is None:
+            store = self._store
+            self._limits = SqlLimits(
+                lambda: self._conn, self._dialect, store.clock, store.translate_errors
+            )
+        return self._limits
 
     def commit(self) -> None:
         count = self._event_count
@@ -207,11 +225,24 @@ class SqlUnitOfWork:
         uids: Sequence[int],
         debited: Collection[tuple[str, str]],
         credited: Collection[tuple[str, str]],
+        users: Collection[str] = (),
     ) -> tuple[dict[int, Bet], dict[tuple[str, str], int]]:
+        probe: dict[str, list[str]] = {}
+        ordered = sorted(users)
         with self._store.translate_errors():
-            return queries.bets_and_balances(
-                self._conn, self._dialect, uids, set(debited) | set(credited), self._balances
+            found = queries.bets_and_balances(
+                self._conn,
+                self._dialect,
+                uids,
+                set(debited) | set(credited),
+                self._balances,
+                ordered,
+                probe,
             )
+        if "limited" in probe:
+            # The limits' probe rode along (Postgres): the gate need not ask again.
+            self.limits.probed(ordered, probe["limited"])
+        return found
 
     def add_bets(self, new_bets: Sequence[Bet]) -> None:
         if new_bets:
@@ -306,23 +337,16 @@ class SqlUnitOfWork:
         with self._store.translate_errors():
             feed.append(self._conn, self._dialect, grp, first, rows)
 
-    def prune_events(self, cutoff: datetime, batch: int, through: int | None = None) -> int:
-        with self._store.translate_errors():
-            return feed.prune(self._conn, cutoff, batch, through)
-
-    def slowest_webhook(self) -> tuple[str, int] | None:
-        with self._store.translate_errors():
-            return feed.slowest_cursor(self._conn)
-
     # --- the delivery journal -------------------------------------------------------------------
 
     def record_deliveries(self, records: Sequence[DeliveryRecord]) -> None:
         with self._store.translate_errors():
             journal.record(self._conn, self._dialect, records)
 
-    def prune_deliveries(self, cutoff: datetime, batch: int) -> int:
-        with self._store.translate_errors():
-            return journal.prune(self._conn, cutoff, batch)
+    # --- retention ----------------------------------------------------------------------------
+
+    def retention(self) -> SqlRetention:
+        return SqlRetention(self._conn, self._store.translate_errors)
 
     # --- reads and the audit --------------------------------------------------------------------
 

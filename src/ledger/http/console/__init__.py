@@ -49,6 +49,7 @@ from .deliveries import deliveries_handlers
 from .formats import add_filters
 from .kit import Kit
 from .overview import earnings_handlers, overview_books
+from .player_limits import player_limits_handlers
 from .staff import staff_handlers
 from .users import users_handlers
 
@@ -90,8 +91,9 @@ BOOKS_NAV: list[tuple[str, str, str]] = [
 ROLE_MAY = {
     "viewer": "read every page: overview, users, statements, bets, tournaments, earnings, "
     "deliveries, holds, check results and the audit log, and export every list as CSV",
-    "cashier": "what a viewer may, and deposit or withdraw on a user's page",
-    "admin": "what a cashier may, and run check and manage operators",
+    "cashier": "what a viewer may, and deposit or withdraw, set a player's limits and exclude a "
+    "player on a user's page",
+    "admin": "what a cashier may, and end an exclusion early, run check and manage operators",
 }
 
 
@@ -142,6 +144,7 @@ def pages(kit: Kit) -> list[Any]:
     return [
         *staff_handlers(kit),
         *users_handlers(kit),
+        *player_limits_handlers(kit),
         *books_handlers(kit),
         *deliveries_handlers(kit),
         *earnings_handlers(kit),

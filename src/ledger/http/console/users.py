@@ -22,7 +22,13 @@ from ...service import Ledger
 from .formats import utc_field
 from .kit import LIST_PAGE, Kit, csv_stream
 
-__all__ = ["BALANCE_AT_COLUMNS", "USER_LIST_COLUMNS", "known_currencies", "users_handlers"]
+__all__ = [
+    "BALANCE_AT_COLUMNS",
+    "USER_LIST_COLUMNS",
+    "known_currencies",
+    "user_page",
+    "users_handlers",
+]
 
 Text = Annotated[str | None, QueryParameter()]
 
@@ -48,7 +54,7 @@ def _with_balances(ledger: Ledger, found: Page[Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _user_page(
+def user_page(
     ledger: Ledger, uid: str, before: str | None, bets_before: str | None, at: str | None
 ) -> dict[str, Any]:
     """Everything the user's page shows; ``at``: the moment of the balances asked for."""
@@ -72,6 +78,9 @@ def _user_page(
         "at": moment,
         "balances_then": then,
         "currencies": known_currencies(ledger, *(item["currency"] for item in balances)),
+        # Changed through ledger.http.console.player_limits (a cashier or an admin).
+        "limits": [view.to_dict() for view in ledger.limits(uid)],
+        "exclusions": [view.to_dict() for view in ledger.exclusions(uid)],
     }
 
 
@@ -100,7 +109,7 @@ def users_handlers(kit: Kit) -> list[Any]:
                 return kit.page(request, session, "users.html", q=q or "", uid=None, **found)
             chosen = uid
             found = await kit.call(
-                lambda ledger: _user_page(ledger, chosen, before, bets_before, at)
+                lambda ledger: user_page(ledger, chosen, before, bets_before, at)
             )
         except LedgerError as error:
             return kit.failed(request, session, error, q=q or uid or "")
@@ -139,7 +148,7 @@ def users_handlers(kit: Kit) -> list[Any]:
         # The amount as the ledger applied it (exact, at the currency's scale), not as typed.
         note["amount"] = move.to_dict()["amount"]
         await kit.call(kit.audit(request, session, action, user, applied=move.applied, **note))
-        found = await kit.call(lambda ledger: _user_page(ledger, user, None, None, None))
+        found = await kit.call(lambda ledger: user_page(ledger, user, None, None, None))
         return kit.page(
             request,
             session,

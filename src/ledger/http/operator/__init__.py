@@ -6,9 +6,10 @@ deposit endpoint would be a money printer.
 
 One module per resource: :mod:`.movements` (deposits, withdrawals), :mod:`.books` (balances,
 statements, holds, the house, bets, reports, the check), :mod:`.deliveries`, :mod:`.audit`,
-:mod:`.reconciliations`, :mod:`.journal` (checkpoints, a bet's proof); CSV exports in
-:mod:`.exports`; and :mod:`.trail`, the log line (and audit entry) every request leaves. The
-directory, the event feed and the webhooks' status join the same router from their own modules.
+:mod:`.reconciliations`, :mod:`.player_limits` (responsible-gambling limits and
+exclusions), :mod:`.journal` (checkpoints, a bet's proof); CSV exports in :mod:`.exports`; and
+:mod:`.trail`, the log line (and audit entry) every request leaves. The directory, the event
+feed and the webhooks' status join the same router from their own modules.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .books import books_handlers
 from .deliveries import deliveries_handler
 from .journal import journal_handlers
 from .movements import movement_handlers
+from .player_limits import player_limit_handlers
 from .reconciliations import reconciliations_handler
 from .trail import operator_log
 from .webhooks import webhook_handlers
@@ -45,6 +47,7 @@ def operator_router(runtime: Runtime) -> Router:
     handlers: list[HTTPRouteHandler] = [
         audit_handler(runtime),
         *movement_handlers(runtime),
+        *player_limit_handlers(runtime),
         *books_handlers(runtime),
         reconciliations_handler(runtime),
         deliveries_handler(runtime),

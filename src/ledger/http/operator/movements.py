@@ -13,7 +13,7 @@ from litestar import Request, post
 from litestar.handlers import HTTPRouteHandler
 
 from ...contract import parse_json
-from ...errors import InvalidRequest
+from ...errors import InvalidRequest, LimitReached, UserExcluded
 from ...storable import storable
 from ...views import Movement
 from ..callbacks import require_json
@@ -30,8 +30,8 @@ def movement_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
     @post(
         "/deposits",
         status_code=200,
-        summary="Credit a user from outside (idempotent)",
-        **operator_docs(movement=True),
+        summary="Credit a user from outside (idempotent; refused past a deposit limit)",
+        **operator_docs("user.deposit_limit_reached", "user.excluded", movement=True),
     )
     async def deposit(request: Request[Any, Any, Any]) -> dict[str, Any]:
         require_json(request.headers.get("content-type"))
@@ -39,9 +39,15 @@ def movement_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
         note(request, user=user, currency=currency, amount=amount, reference=reference)
         # Its event carries the caller's X-Request-Id, like a callback's.
         request_id = _request_id(request)
-        movement = await runtime.call(
-            lambda ledger: ledger.deposit(user, currency, amount, reference, request_id=request_id)
-        )
+        try:
+            movement = await runtime.call(
+                lambda ledger: ledger.deposit(
+                    user, currency, amount, reference, request_id=request_id
+                )
+            )
+        except (LimitReached, UserExcluded) as refused:
+            runtime.metrics.limit_refused(refused.key)
+            raise
         return _answer(request, movement)
 
     @post(

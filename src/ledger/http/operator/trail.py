@@ -116,6 +116,21 @@ _ACTION_OF_PATH = {
 }
 
 
+_LIMIT_FIELDS = ("kind", "period", "until", "reason", "by")
+
+
+def _action_of_user_path(path: str) -> str:
+    """The action of a write under ``/admin/users/{uid}``: a limit's change or an exclusion."""
+    if path.startswith("/admin/users/"):
+        if path.endswith("/exclusions"):
+            return "exclude"
+        if path.endswith("/exclusions/lift"):
+            return "lift_exclusion"
+        if "/limits" in path:
+            return "limit"
+    return "admin"
+
+
 async def _audited(runtime: Runtime, scope: Scope, line: dict[str, Any]) -> None:
     """Write the audit entry of an operator-token call that changes something or exports a list
     (as ``token:<fingerprint>``); reads and calls without the token are only logged."""
@@ -129,7 +144,7 @@ async def _audited(runtime: Runtime, scope: Scope, line: dict[str, Any]) -> None
         check_operator(headers.get("authorization"), settings)
     except LedgerError:
         return
-    action = "export" if export else _ACTION_OF_PATH.get(path, "admin")
+    action = "export" if export else _ACTION_OF_PATH.get(path) or _action_of_user_path(path)
     status = line["status"]
     outcome = "ok" if status < 400 else str(line.get("error") or f"http.{status}")
     who = f"token:{line['who']}"
@@ -137,6 +152,8 @@ async def _audited(runtime: Runtime, scope: Scope, line: dict[str, Any]) -> None
         name: line.get(name)
         for name in ("currency", "amount", "reference", "applied", "request_id")
     }
+    # A limit's change or an exclusion: what was asked, and who asked (the player or staff).
+    noted.update({name: line[name] for name in _LIMIT_FIELDS if name in line})
     target = line.get("user") or path
 
     def write(ledger: Ledger) -> None:

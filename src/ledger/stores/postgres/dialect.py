@@ -79,6 +79,13 @@ BUSY_STATES = {"55P03", "57014"}  # lock_timeout, statement_timeout (query cance
 OUT_OF_RANGE = "22003"  # numeric_value_out_of_range
 
 
+# The limits' probe (ledger.stores.limit_rows) sent with a Place Bet group's reads.
+LIMITED_USERS = (
+    "SELECT user_uid FROM limited_users WHERE user_uid = ANY(%s::text[]) "
+    "ORDER BY user_uid FOR UPDATE"
+)
+
+
 class PostgresDialect:
     """The :class:`~ledger.stores.dialect.Dialect` of Postgres (psycopg 3)."""
 
@@ -249,6 +256,8 @@ class PostgresDialect:
         uids: Sequence[int],
         keys: Sequence[tuple[str, str]],
         memo: BalanceMemo | None = None,
+        users: Sequence[str] = (),
+        probe: dict[str, list[str]] | None = None,
     ) -> tuple[list[Any], dict[tuple[str, str], int]]:
         # The accounts locked first, then the bets read. In that order: a statement sees what
         # committed before it began, so a concurrent writer of the same request, whose commit
@@ -257,10 +266,15 @@ class PostgresDialect:
         if len(uids) > BULK_ROWS or len(keys) > BULK_ROWS or not keys:
             balances = self.lock_balances(connection, keys, memo)
             return list(self.select_bets(connection, uids)), balances
-        # One round trip, with whatever is queued (and the transaction's BEGIN).
-        locked, found = run_many(
-            connection, [(BALANCES + LOCKING, _columns(keys, KEYS)), (BETS, (Bigints(uids),))]
-        )
+        # One round trip, with whatever is queued (and the transaction's BEGIN); with the
+        # limits' probe of ``users`` when asked (their rows locked after the accounts).
+        statements = [(BALANCES + LOCKING, _columns(keys, KEYS)), (BETS, (Bigints(uids),))]
+        if probe is not None and users:
+            statements.append((LIMITED_USERS, (list(users),)))
+        locked, found, *limited = run_many(connection, statements)
+        if limited:
+            assert probe is not None
+            probe["limited"] = [row[0] for row in limited[0]]
         balances = {(name, currency): int(balance) for name, currency, balance in locked}
         if memo is not None:
             memo.update((key, balances.get(key)) for key in keys)

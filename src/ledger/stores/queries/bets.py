@@ -93,10 +93,15 @@ def bets_and_balances(
     uids: Sequence[int],
     keys: Collection[tuple[str, str]],
     memo: BalanceMemo,
+    users: Sequence[str] = (),
+    probe: dict[str, list[str]] | None = None,
 ) -> tuple[dict[int, Bet], dict[tuple[str, str], int]]:
     """The recorded bets among ``uids`` and the balances of the ``keys`` accounts that exist,
-    held for this transaction's writes (:meth:`.Dialect.bets_and_balances`)."""
-    rows, balances = dialect.bets_and_balances(connection, sorted(set(uids)), sorted(keys), memo)
+    held for this transaction's writes (:meth:`.Dialect.bets_and_balances`, with its limits'
+    probe of ``users``)."""
+    rows, balances = dialect.bets_and_balances(
+        connection, sorted(set(uids)), sorted(keys), memo, users, probe
+    )
     return {row[0]: bet_from_row(row) for row in rows}, balances
 
 

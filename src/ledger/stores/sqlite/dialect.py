@@ -289,8 +289,11 @@ class SqliteDialect:
         uids: Sequence[int],
         keys: Sequence[tuple[str, str]],
         memo: BalanceMemo | None = None,
+        users: Sequence[str] = (),
+        probe: dict[str, list[str]] | None = None,
     ) -> tuple[list[Any], dict[tuple[str, str], int]]:
-        # BEGIN IMMEDIATE already made this the only writer: plain reads, remembered.
+        # BEGIN IMMEDIATE already made this the only writer: plain reads, remembered. The
+        # limits' probe is its own statement (no round trip to save).
         return list(self.select_bets(connection, uids)), _balances(connection, keys, memo)
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:

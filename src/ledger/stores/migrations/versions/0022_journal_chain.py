@@ -1,7 +1,7 @@
 """The journal's chain: one record per commit that writes transactions or bets, and the history.
 
 Revision ID: 0022
-Revises: 0020
+Revises: 0021
 
 Adds the columns by which rows name the commit that wrote them (``transactions.commit_grp``,
 ``bets.placed_grp``: the unit of work's event group; NULL for what was written before), which
@@ -24,7 +24,7 @@ from ledger.integrity.canonical import GENESIS
 from ledger.stores import chain
 
 revision = "0022"
-down_revision = "0020"
+down_revision = "0021"
 branch_labels = None
 depends_on = None
 
