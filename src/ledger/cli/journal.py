@@ -4,7 +4,6 @@ signing key, sign a ``checkpoint``, ``prove`` a bet's commits and ``verify-proof
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import sys
@@ -14,16 +13,14 @@ from typing import Any
 
 import click
 
-from ..integrity import merkle
-from ..integrity.canonical import RECORD_PREFIX
 from ..integrity.checkpoints import (
     DASH,
     NoteError,
     generate_key,
     open_checkpoint,
 )
-from ..service.journal import ORIGIN, proof_document, publish_checkpoint
-from ..stores.integrity import JournalIntegrity
+from ..integrity.proofs import check_proof
+from ..service.journal import ORIGIN, proof_document, publish_checkpoint, verify_journal
 from .common import db_option, emit, fail
 from .opening import opened
 
@@ -66,7 +63,7 @@ def verify(db: str, checkpoint_file: str | None, public_key: str | None, as_json
             _verdict(False, f"the checkpoint does not verify: {error}", None, as_json)
     started = time.monotonic()
     with opened(db, create=False) as book:
-        report = JournalIntegrity(book.store).verify(checkpoint)
+        report = verify_journal(book.store, checkpoint)
     seconds = time.monotonic() - started
     problem = report.problem or "; ".join(report.balance_problems) or None
     size = f"{report.size} commits, root {report.root.hex()}, {seconds:.1f} s"
@@ -150,17 +147,8 @@ def verify_proof(file: str, public_key: str) -> None:
     """Check a proof written by ``ledger prove --json`` against its signed checkpoint."""
     try:
         document = json.loads(_read(file))
-        signed = open_checkpoint(document["checkpoint"], _read(public_key).strip())
-        for commit in document["commits"]:
-            record = base64.b64decode(commit["record"])
-            seq = int.from_bytes(record[len(RECORD_PREFIX) : len(RECORD_PREFIX) + 8], "big")
-            path = [base64.b64decode(step) for step in commit["path"]]
-            if not record.startswith(RECORD_PREFIX) or seq != commit["seq"]:
-                raise NoteError(f"commit {commit['seq']}: not a commit record")
-            leaf = merkle.leaf_hash(record)
-            if not merkle.verify_inclusion(leaf, seq - 1, signed.size, path, signed.root):
-                raise NoteError(f"commit {seq} is not in the checkpoint of {signed.size}")
-    except (NoteError, ValueError, KeyError, TypeError) as error:
+        signed = check_proof(document, _read(public_key).strip())
+    except (NoteError, ValueError) as error:
         click.echo(f"FAILED: {error}")
         sys.exit(1)
     click.echo(

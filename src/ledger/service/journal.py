@@ -4,15 +4,28 @@ of the records' tree and publish it (the database, a file), and a bet's proof do
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import BetNotFound, CheckpointNotFound
-from ..integrity.checkpoints import Checkpoint, sign
+from ..events import NOTE_ROOM
+from ..integrity.checkpoints import Checkpoint, NoteError, sign
+from ..integrity.proofs import check_proof
 from ..stores import Store
+from ..stores.chain_audit import ChainReport
 from ..stores.integrity import JournalIntegrity
 
-__all__ = ["ORIGIN", "latest_size", "proof_document", "publish_checkpoint"]
+__all__ = [
+    "ORIGIN",
+    "Inclusion",
+    "bet_inclusion",
+    "latest_checkpoint",
+    "latest_size",
+    "proof_document",
+    "publish_checkpoint",
+    "verify_journal",
+]
 
 ORIGIN = "ledger"
 
@@ -33,6 +46,10 @@ def publish_checkpoint(
         return None
     checkpoint = Checkpoint(origin, size, root, datetime.now(UTC))
     note = sign(checkpoint, signer)
+    if len(note) > NOTE_ROOM:
+        raise NoteError(
+            f"the signed checkpoint is over {NOTE_ROOM} characters: shorten the origin or key name"
+        )
     journal.keep(checkpoint, note)
     if file is not None:
         with open(file, "a", encoding="utf-8") as out:
@@ -72,3 +89,48 @@ def proof_document(store: Store, bet_uid: int) -> dict[str, Any]:
             for proof in proofs
         ],
     }
+
+
+def latest_checkpoint(store: Store) -> tuple[str, datetime] | None:
+    """The newest kept checkpoint's signed note and when it was signed (None: none yet)."""
+    return JournalIntegrity(store).latest()
+
+
+@dataclass(frozen=True, slots=True)
+class Inclusion:
+    """Where a bet stands in the newest signed checkpoint: the checkpoint's size and time
+    (``None``: none signed yet), the bet's commits it includes, and whether the proof of each
+    was checked against the checkpoint's signature (``None``: no key to check it with;
+    ``problem`` says what failed)."""
+
+    size: int | None
+    signed_at: datetime | None
+    commits: tuple[int, ...]
+    verified: bool | None
+    problem: str | None = None
+
+
+def bet_inclusion(store: Store, bet_uid: int, verifier: str | None) -> Inclusion:
+    """Bet ``bet_uid``'s commits in the newest signed checkpoint, their proofs checked with
+    ``verifier`` (the signer's public key) when given: what the console's bet page shows."""
+    try:
+        document = proof_document(store, bet_uid)
+    except CheckpointNotFound:
+        return Inclusion(None, None, (), None)
+    latest = JournalIntegrity(store).latest()
+    signed_at = None if latest is None else latest[1]
+    size = int(document["checkpoint"].split("\n", 2)[1])
+    commits = tuple(int(commit["seq"]) for commit in document["commits"])
+    if verifier is None:
+        return Inclusion(size, signed_at, commits, None)
+    try:
+        check_proof(document, verifier)
+    except NoteError as error:
+        return Inclusion(size, signed_at, commits, False, str(error))
+    return Inclusion(size, signed_at, commits, True)
+
+
+def verify_journal(store: Store, checkpoint: Checkpoint | None = None) -> ChainReport:
+    """Recompute every commit record, the chain, the tree and the balances from the tables;
+    with ``checkpoint``, also that today's tree extends the one it signed (``ledger verify``)."""
+    return JournalIntegrity(store).verify(checkpoint)

@@ -12,10 +12,12 @@ from datetime import datetime
 
 from sqlalchemy import Connection, insert, or_, select
 
+from ..events import checkpoint_row
 from ..integrity import merkle
 from ..integrity.canonical import record_bytes
 from ..integrity.checkpoints import Checkpoint
 from . import chain
+from . import events as feed
 from .chain_audit import ChainReport, verify_chain
 from .schema import bet_closes, bets, journal_chain, journal_checkpoints
 from .tables import SideTables, utc
@@ -57,7 +59,10 @@ class JournalIntegrity(SideTables):
             return _tree(connection)
 
     def keep(self, checkpoint: Checkpoint, note: str) -> bool:
-        """Store a signed checkpoint's note; False if one of that size is kept already."""
+        """Store a signed checkpoint's note, and its ``journal.checkpoint`` event in the same
+        transaction (webhooks carry it to the operator's other systems); False if one of that
+        size is kept already."""
+        dialect = self._store.dialect
         with self._tx(write=True) as connection:
             found = connection.execute(
                 select(journal_checkpoints.c.size).where(
@@ -74,6 +79,9 @@ class JournalIntegrity(SideTables):
                     signed_at=checkpoint.time,
                 )
             )
+            grp = dialect.allocate_event_group(connection)
+            feed.append(connection, dialect, grp, 0, [checkpoint_row(note)])
+            feed.seal(connection, dialect, grp, 1)
             return True
 
     def latest(self) -> tuple[str, datetime] | None:

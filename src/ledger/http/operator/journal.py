@@ -10,8 +10,8 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import PathParameter
 
 from ...errors import CheckpointNotFound
+from ...service.journal import latest_checkpoint as newest
 from ...service.journal import proof_document
-from ...stores.integrity import JournalIntegrity
 from ..openapi import operator_docs
 from ..params import parse_id
 from ..runtime import Runtime
@@ -28,7 +28,7 @@ def journal_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
         **operator_docs("checkpoint.not_found"),
     )
     async def latest_checkpoint() -> dict[str, Any]:
-        found = await runtime.call(lambda ledger: JournalIntegrity(ledger.store).latest())
+        found = await runtime.call(lambda ledger: newest(ledger.store))
         if found is None:
             raise CheckpointNotFound("no checkpoint has been signed yet")
         note, signed_at = found
