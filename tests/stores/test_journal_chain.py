@@ -46,8 +46,8 @@ def scenario(book: ledger.Ledger) -> None:
 
 
 def records(book: ledger.Ledger) -> list[chain.ChainRecord]:
-    with book.store.reading() as reads:
-        return list(chain.records(reads._connection))  # type: ignore[attr-defined]
+    with book.store.engine.connect() as connection:  # type: ignore[attr-defined]
+        return list(chain.records(connection))
 
 
 def verify(book: ledger.Ledger, checkpoint: Checkpoint | None = None) -> tuple[bool, str, int]:

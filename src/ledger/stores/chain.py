@@ -47,7 +47,6 @@ __all__ = [
     "ChainRecord",
     "commit_content",
     "head",
-    "leaf_hashes",
     "one_statement_parameters",
     "record_of",
     "records",
@@ -299,17 +298,6 @@ def record_of(connection: Connection, grp: int | None) -> ChainRecord | None:
     """The record of commit ``grp``."""
     row = connection.execute(select(journal_chain).where(_of(journal_chain.c.grp, grp))).first()
     return None if row is None else _record(row)
-
-
-def leaf_hashes(connection: Connection, size: int) -> list[bytes]:
-    """The stored record hashes of the first ``size`` records (the tree's leaves), in order."""
-    c = journal_chain.c
-    return [
-        bytes.fromhex(value)
-        for (value,) in connection.execute(
-            select(c.record_hash).where(c.seq <= size).order_by(c.seq)
-        )
-    ]
 
 
 def head(connection: Connection) -> tuple[int, bytes]:

@@ -10,15 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, insert, or_, select
+from sqlalchemy import insert, or_, select
 
 from ..events import checkpoint_row
-from ..integrity import merkle
 from ..integrity.canonical import record_bytes
 from ..integrity.checkpoints import Checkpoint
 from . import chain
 from . import events as feed
 from .chain_audit import ChainReport, verify_chain
+from .merkle_nodes import Nodes
 from .schema import bet_closes, bets, journal_chain, journal_checkpoints
 from .tables import SideTables, utc
 
@@ -36,16 +36,6 @@ class CommitProof:
     path: list[bytes]
 
 
-def _tree(connection: Connection, size: int | None = None) -> tuple[int, bytes]:
-    """The size and root of the tree of the stored record hashes (the first ``size``)."""
-    tree = merkle.TreeBuilder()
-    for record in chain.records(connection):
-        if size is not None and record.seq > size:
-            break
-        tree.add(record.record_hash)
-    return tree.size, tree.root()
-
-
 class JournalIntegrity(SideTables):
     """The chain's reads and the checkpoints' table, on a SQL store."""
 
@@ -56,7 +46,8 @@ class JournalIntegrity(SideTables):
     def head(self) -> tuple[int, bytes]:
         """The size and root of the records' tree, from the stored record hashes."""
         with self._tx(write=False) as connection:
-            return _tree(connection)
+            size = chain.head(connection)[0]
+            return size, Nodes(connection).root(size)
 
     def keep(self, checkpoint: Checkpoint, note: str) -> bool:
         """Store a signed checkpoint's note, and its ``journal.checkpoint`` event in the same
@@ -71,6 +62,7 @@ class JournalIntegrity(SideTables):
             ).first()
             if found is not None:
                 return False
+            Nodes(connection).extend(checkpoint.size)
             connection.execute(
                 insert(journal_checkpoints).values(
                     size=checkpoint.size,
@@ -122,21 +114,21 @@ class JournalIntegrity(SideTables):
             found = connection.execute(
                 select(journal_chain).where(or_(*conditions), c.seq <= size).order_by(c.seq)
             ).all()
-            leaves = chain.leaf_hashes(connection, size)
-        proofs = []
-        for stored in found:
-            record = chain.ChainRecord(
-                int(stored.seq),
-                stored.grp,
-                bytes.fromhex(stored.prev_hash),
-                bytes.fromhex(stored.content_hash),
-                bytes.fromhex(stored.record_hash),
-                utc(stored.committed_at) or stored.committed_at,
-                int(stored.row_count),
-            )
-            raw = record_bytes(
-                record.seq, record.prev_hash, record.content_hash, record.committed_at
-            )
-            path = merkle.inclusion_proof(leaves.__getitem__, record.seq - 1, size)
-            proofs.append(CommitProof(record.seq, raw, record.content_hash, path))
+            nodes = Nodes(connection)
+            proofs = []
+            for stored in found:
+                record = chain.ChainRecord(
+                    int(stored.seq),
+                    stored.grp,
+                    bytes.fromhex(stored.prev_hash),
+                    bytes.fromhex(stored.content_hash),
+                    bytes.fromhex(stored.record_hash),
+                    utc(stored.committed_at) or stored.committed_at,
+                    int(stored.row_count),
+                )
+                raw = record_bytes(
+                    record.seq, record.prev_hash, record.content_hash, record.committed_at
+                )
+                path = nodes.inclusion_proof(record.seq - 1, size)
+                proofs.append(CommitProof(record.seq, raw, record.content_hash, path))
         return proofs

@@ -22,6 +22,7 @@ from sqlalchemy import (
     MetaData,
     Numeric,
     Sequence,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -49,6 +50,7 @@ __all__ = [
     "journal_chain",
     "journal_checkpoints",
     "journal_head",
+    "journal_nodes",
     "metadata",
     "open_bets",
     "operator_audit",
@@ -497,6 +499,16 @@ bet_closes = Table(
     Column("grp", BigInteger, primary_key=True, autoincrement=False),
     Column("uid", BigInteger, primary_key=True, autoincrement=False),
     sqlite_with_rowid=False,
+)
+
+# Complete subtrees of the records' Merkle tree, kept so that roots and proofs cost about
+# log2(n) reads (ledger.stores.merkle_nodes).
+journal_nodes = Table(
+    "journal_nodes",
+    metadata,
+    Column("level", SmallInteger, primary_key=True, autoincrement=False),
+    Column("idx", BigInteger, primary_key=True, autoincrement=False),
+    Column("hash", String(64), nullable=False),
 )
 
 # Signed checkpoints of the records' Merkle tree, as published (ledger.integrity.checkpoints).

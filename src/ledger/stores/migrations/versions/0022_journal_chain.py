@@ -66,6 +66,12 @@ def upgrade() -> None:
         sa.Column("note", sa.Text, nullable=False),
         sa.Column("signed_at", sa.DateTime(timezone=True), nullable=False),
     )
+    op.create_table(
+        "journal_nodes",
+        sa.Column("level", sa.SmallInteger, primary_key=True, autoincrement=False),
+        sa.Column("idx", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("hash", HASH, nullable=False),
+    )
     zero = GENESIS.hex()
     op.bulk_insert(head, [{"id": 1, "seq": 0, "prev_hash": zero, "record_hash": zero}])
     connection = op.get_bind()
@@ -75,6 +81,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table("journal_nodes")
     op.drop_table("journal_checkpoints")
     op.drop_table("journal_head")
     op.drop_table("journal_chain")
