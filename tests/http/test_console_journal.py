@@ -66,7 +66,7 @@ def test_the_bet_page_shows_its_commits_in_the_newest_checkpoint_verified(
         # A checkpoint signed by another key: the page says so.
         other, _ = generate_key("someone-else")
         with ledger.open_ledger(store_url) as book:
-            with book.store.engine.begin() as connection:
+            with book.store.engine.begin() as connection:  # type: ignore[attr-defined]
                 connection.execute(journal_checkpoints.delete())
             publish_checkpoint(book.store, other)
         line = journal_line(client.get("/console/bets?uid=1").text)

@@ -25,19 +25,16 @@ def leaf(seq: int) -> bytes:
 
 @pytest.fixture
 def connection(store_url: str) -> Iterator[Connection]:
-    with ledger.open_ledger(store_url, migrate=True) as book:
-        with book.store.engine.begin() as found:  # type: ignore[attr-defined]
-            found.execute(journal_chain.delete())
-            found.execute(
-                insert(journal_chain),
-                [
-                    {"seq": seq, "grp": 10**9 + seq, "prev_hash": "00" * 32,
-                     "content_hash": "00" * 32, "record_hash": leaf(seq).hex(),
-                     "committed_at": datetime(2026, 1, 1, tzinfo=UTC), "row_count": 1}
-                    for seq in range(1, COUNT + 1)
-                ],
-            )  # fmt: skip
-            yield found
+    rows = [
+        {"seq": seq, "grp": 10**9 + seq, "prev_hash": "00" * 32, "content_hash": "00" * 32,
+         "record_hash": leaf(seq).hex(), "committed_at": datetime(2026, 1, 1, tzinfo=UTC),
+         "row_count": 1}
+        for seq in range(1, COUNT + 1)
+    ]  # fmt: skip
+    with ledger.open_ledger(store_url, migrate=True) as book, book.store.engine.begin() as found:  # type: ignore[attr-defined]
+        found.execute(journal_chain.delete())
+        found.execute(insert(journal_chain), rows)
+        yield found
 
 
 SIZES = [1, 2, 3, 255, 256, 257, 511, 512, 513, 1024, COUNT - 1, COUNT]
