@@ -6,7 +6,8 @@ Starts ``ledger serve`` (SQLite in a temporary directory unless ``--db``), loads
 ``run.py`` does (one new Place Bet per request, 64 connections), and meanwhile samples only the
 thread that holds the GIL (``py-spy record --gil``: what the event loop and the writer cost). Writes
 ``<out>.txt`` (collapsed stacks, for any flame graph tool), and prints the frames that appear in the
-largest share of samples, with the server's CPU microseconds per request.
+largest share of samples, with the server's CPU microseconds per request. With ``--writer``, the
+writer process is sampled instead (the server's child, where the database work runs).
 """
 
 from __future__ import annotations
@@ -47,12 +48,35 @@ def top_frames(collapsed: Path, count: int = 30) -> list[tuple[float, float, str
     return ranked[:count]
 
 
+def writer_pid(server: int) -> int:
+    """The writer process (``LEDGER_WRITER_PROCESS``, on by default): after the warm-up, the
+    server's child that has used the most CPU (multiprocessing's resource tracker is the other)."""
+    children = [
+        int(child)
+        for task in Path(f"/proc/{server}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+    if not children:
+        raise SystemExit(f"no writer process under {server}")
+
+    def cpu(pid: int) -> int:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+
+    return max(children, key=cpu)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", help="database URL (default: a new SQLite file)")
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--out", type=Path, default=Path("profile"))
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument(
+        "--writer",
+        action="store_true",
+        help="sample the writer process (the server's child) instead of the server's",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ledger-profile-") as tmp:
         db = args.db or f"sqlite:///{Path(tmp) / 'profile.db'}"
@@ -63,7 +87,8 @@ def main() -> None:
             spy_args = ["--gil", "--rate", "250", "--duration", str(args.seconds)]
             py_spy = Path(sys.executable).with_name("py-spy")
             collapsed = args.out.with_suffix(".txt")
-            target = ["--pid", str(process.pid), "--nonblocking", "-f", "raw", "-o", str(collapsed)]
+            pid = writer_pid(process.pid) if args.writer else process.pid
+            target = ["--pid", str(pid), "--nonblocking", "-f", "raw", "-o", str(collapsed)]
             recorder = subprocess.Popen([str(py_spy), "record", *spy_args, *target])
             figures: dict[str, float] = {}
 

@@ -83,7 +83,10 @@ def _temp_store() -> None:
 
 
 def _checkpointer() -> None:
-    # SQLite's own automatic checkpoint, every 1,000 pages, in the commit.
+    # SQLite's own automatic checkpoint, every 1,000 pages, in the commit: set on every
+    # connection (the store's) and after a huge close (the dialect's). Without the first, the
+    # log grew to the 200,000-page backstop and no run checkpointed at all.
+    _replace("ledger.stores.sqlite.store", "AUTOCHECKPOINT_PAGES", 1_000)
     _replace("ledger.stores.sqlite.dialect", "AUTOCHECKPOINT_PAGES", 1_000)
     _replace("ledger.stores.sqlite.checkpointer:Checkpointer", "request", lambda self: None)
 

@@ -273,3 +273,47 @@ def test_only_an_administrator_lifts_an_exclusion_early_with_a_reason_recorded(
     types = [event.type for event in limited.events(0, limit=10).events]
     assert types[-2:] == ["user.exclusion_ended", "bet.placed"]
     assert limited.lift_exclusion("u1", reason="again", by="admin:alice") == 0
+
+
+def test_pruning_drops_what_no_window_reads_and_leaves_every_window_as_it_was(
+    limited: ledger.Ledger, clock: Clock
+) -> None:
+    limited.deposit("u1", "EUR", "1000.00", reference="fund")
+    limited.set_limit("u1", "EUR", "stake", "month", "500.00", by="user")
+    limited.set_limit("u1", "EUR", "stake", "day", "400.00", by="user")
+    for bet in range(1, 41):  # one entry every 19 hours: across hours, days and the month
+        stake(limited, bet, "5.00")
+        clock.advance(hours=19)
+    before = {(view.period, view.used) for view in limited.limits("u1")}
+    # Staked 19 hours apart up to 760 hours: the last 37 entries are in the month's window.
+    assert before == {("day", Decimal("5.00")), ("month", Decimal("185.00"))}
+    gone = limited.prune_limit_activity(batch=7)
+    assert gone > 0
+    assert {(view.period, view.used) for view in limited.limits("u1")} == before
+    assert limited.prune_limit_activity() == 0
+    # The month's room is still enforced to the minor unit after pruning.
+    with raises_key("user.stake_limit_reached") as refused:
+        stake(limited, 100, "315.01")
+    assert "per month" in str(refused.value)
+    stake(limited, 101, "315.00")
+
+
+def test_a_first_limit_counts_the_last_30_days_already_in_the_journal(
+    limited: ledger.Ledger, clock: Clock
+) -> None:
+    limited.deposit("u1", "EUR", "70.00", reference="old")  # 31 days before the limit
+    clock.advance(days=31)
+    limited.deposit("u1", "EUR", "60.00", reference="yesterday")
+    stake(limited, 1, "25.00")
+    clock.advance(hours=20)
+    limited.set_limit("u1", "EUR", "deposit", "day", "100.00", by="user")
+    limited.set_limit("u1", "EUR", "stake", "week", "30.00", by="user")
+    views = {(view.kind, view.period): view.used for view in limited.limits("u1")}
+    assert views == {("deposit", "day"): Decimal("60.00"), ("stake", "week"): Decimal("25.00")}
+    with raises_key("user.deposit_limit_reached"):
+        limited.deposit("u1", "EUR", "40.01", reference="today")
+    limited.deposit("u1", "EUR", "40.00", reference="today")
+    with raises_key("user.stake_limit_reached"):
+        stake(limited, 2, "5.01")
+    clock.advance(hours=4)  # the 60.00 left the day's window
+    limited.deposit("u1", "EUR", "60.00", reference="later")

@@ -48,13 +48,11 @@ class UserModel:
         self.available = 0
         self.limits: dict[tuple[LimitKind, Period], Limit] = {}
         self.exclusion: Exclusion | None = None
+        # A first limit brings the user's movements of the last 30 days: all count.
         self.activity: list[Activity] = []
-        # The ledger counts activity from when a user first has a limit or an exclusion.
-        self.limited = False
 
     def happened(self, item: Activity) -> None:
-        if self.limited:
-            self.activity.append(item)
+        self.activity.append(item)
 
     def refusal(self, now: datetime, *, deposit: int = 0, stake: int = 0) -> str | None:
         if self.exclusion is not None and self.exclusion.active(now):
@@ -165,7 +163,6 @@ class LimitsMachine(RuleBasedStateMachine):
     def set_limit(self, user: str, kind: LimitKind, period: Period, cents: int | None) -> None:
         model = self.users[user]
         current = model.limits.get((kind, period))
-        model.limited = True
         if cents is None:
             self.book.remove_limit(self.uid(user), "EUR", kind, period, by="user")
             if current is None:
@@ -180,7 +177,6 @@ class LimitsMachine(RuleBasedStateMachine):
     def exclude(self, user: str, hours: int) -> None:
         model = self.users[user]
         until = self.now + timedelta(hours=hours)
-        model.limited = True
         self.book.exclude(self.uid(user), until, reason="time-out", by="user")
         model.exclusion = lengthen(
             model.exclusion, Exclusion(self.now, until, "time-out"), self.now

@@ -1,4 +1,4 @@
-"""Migration 0022 chains the history an existing database holds: a database built at revision
+"""Migration 0023 chains the history an existing database holds: a database built at revision
 0020 with deposits and bets, then upgraded, verifies; its history is one record that later
 commits follow, and a change to a row of that history is named at it."""
 

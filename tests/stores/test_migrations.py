@@ -339,6 +339,8 @@ KEYS = {
     ("exclusions", "user_uid"),
     ("limit_activity", "user_uid"),
     ("limit_activity", "currency"),
+    ("limit_hours", "user_uid"),
+    ("limit_hours", "currency"),
 }
 
 

@@ -1,18 +1,19 @@
 """The limits one unit of work enforces, over what it read of its limited users (pure).
 
 A :class:`Gate` holds, for each user with a limit or an exclusion that a write names, the
-limits, the exclusions and the activity of the longest window (``UserState``), all read by the
+limits, the exclusions and what each limited window holds (``UserState``), all read by the
 store inside the writing transaction, under the lock on the user's limit state. It admits or
 refuses each request in order (:meth:`Gate.admit_bets`, :meth:`Gate.admit_deposit`); what it
-admits is added to the activity it holds, so that the next request of the same unit of work
+admits is added to the windows it holds, so that the next request of the same unit of work
 sees it, and listed in :attr:`Gate.recorded` for the store to write. A user it holds no state
-for is not limited: nothing is checked, nothing recorded.
+for is not limited: nothing is checked, nothing recorded. The activity of a window itself is
+read (through ``window``) only to say when a refused request would fit.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -20,18 +21,26 @@ from ..errors import LedgerError, LimitReached, UserExcluded
 from .accounts import HELD_SUFFIX
 from .bets import Bet, Funding
 from .journal import Transaction
-from .limits import KINDS, PERIODS, Activity, Exclusion, Limit, first_refusal
+from .limits import KINDS, PERIODS, Activity, Exclusion, Limit, Period, Use, refusal
 
 __all__ = ["NO_LIMITS", "Gate", "UserState", "user_credits"]
 
 
 class UserState(NamedTuple):
-    """A limited user's limits (every currency), exclusions, and activity per currency since
-    the start of the longest window."""
+    """A limited user's limits (every currency), exclusions, and per currency what the window
+    of each period it has a limit for holds."""
 
     limits: tuple[Limit, ...] = ()
     exclusions: tuple[Exclusion, ...] = ()
-    activity: Mapping[str, tuple[Activity, ...]] = {}
+    use: Mapping[str, Mapping[Period, Use]] = {}
+
+
+# The activity of ``user`` in ``currency`` after an instant, as stored.
+WindowReader = Callable[[str, str, datetime], Iterable[Activity]]
+
+
+def _nothing(user: str, currency: str, since: datetime) -> tuple[Activity, ...]:
+    return ()
 
 
 def _order(limit: Limit) -> tuple[int, timedelta]:
@@ -41,13 +50,17 @@ def _order(limit: Limit) -> tuple[int, timedelta]:
 class Gate:
     """Admits deposits and entries of the limited users in ``states`` at ``now``."""
 
-    def __init__(self, states: Mapping[str, UserState], now: datetime) -> None:
+    def __init__(
+        self, states: Mapping[str, UserState], now: datetime, window: WindowReader = _nothing
+    ) -> None:
         self._states = states
         self.now = now
-        self._activity: dict[tuple[str, str], list[Activity]] = defaultdict(list)
-        for user, state in states.items():
-            for currency, items in state.activity.items():
-                self._activity[(user, currency)].extend(items)
+        self._window = window
+        self._use: dict[tuple[str, str], dict[Period, Use]] = {
+            (user, currency): dict(use)
+            for user, state in states.items()
+            for currency, use in state.use.items()
+        }
         # What was admitted, for the store to write: (user, currency, activity).
         self.recorded: list[tuple[str, str, Activity]] = []
 
@@ -109,9 +122,14 @@ class Gate:
         limits = sorted(
             (item for item in self._states[user].limits if item.currency == currency), key=_order
         )
-        refused = first_refusal(
-            limits, self._activity.get((user, currency), []), self.now, deposit=deposit, stake=stake
-        )
+        admitted = [item for who, where, item in self.recorded if (who, where) == (user, currency)]
+
+        def window(period: Period) -> list[Activity]:
+            since = self.now - PERIODS[period]
+            return [*self._window(user, currency, since), *admitted]
+
+        use = self._use.get((user, currency), {})
+        refused = refusal(limits, use, window, self.now, deposit=deposit, stake=stake)
         if refused is None:
             return None
         return LimitReached(
@@ -119,7 +137,9 @@ class Gate:
         )
 
     def _record(self, user: str, currency: str, item: Activity) -> None:
-        self._activity[(user, currency)].append(item)
+        use = self._use.setdefault((user, currency), {})
+        for period in PERIODS:
+            use[period] = use.get(period, Use()).plus(item)
         self.recorded.append((user, currency, item))
 
 

@@ -22,7 +22,7 @@ shortened through the ordinary path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal, NamedTuple
@@ -36,11 +36,15 @@ __all__ = [
     "LimitKind",
     "LimitRefusal",
     "Period",
+    "Use",
+    "Window",
     "cancel_pending",
     "change",
     "first_refusal",
     "lengthen",
+    "refusal",
     "used",
+    "uses",
 ]
 
 LimitKind = Literal["deposit", "stake", "loss"]
@@ -114,7 +118,24 @@ class Activity(NamedTuple):
     returned: int = 0
 
 
-def _weight(kind: LimitKind, item: Activity) -> int:
+class Use(NamedTuple):
+    """What one window holds, summed: deposited, staked, returned (minor units)."""
+
+    deposit: int = 0
+    stake: int = 0
+    returned: int = 0
+
+    def plus(self, other: Use | Activity) -> Use:
+        return Use(
+            self.deposit + other.deposit, self.stake + other.stake, self.returned + other.returned
+        )
+
+    def of(self, kind: LimitKind) -> int:
+        """How much of a ``kind`` limit this use is."""
+        return _weight(kind, self)
+
+
+def _weight(kind: LimitKind, item: Activity | Use) -> int:
     if kind == "deposit":
         return item.deposit
     if kind == "stake":
@@ -125,6 +146,20 @@ def _weight(kind: LimitKind, item: Activity) -> int:
 def used(kind: LimitKind, activity: Iterable[Activity], since: datetime) -> int:
     """How much of a ``kind`` limit the activity after ``since`` has used."""
     return sum(_weight(kind, item) for item in activity if item.at > since)
+
+
+def uses(activity: Iterable[Activity], now: datetime) -> dict[Period, Use]:
+    """What each period's window ending at ``now`` holds of ``activity``."""
+    found = {period: Use() for period in PERIODS}
+    for item in activity:
+        for period, length in PERIODS.items():
+            if item.at > now - length:
+                found[period] = found[period].plus(item)
+    return found
+
+
+# The activity in a period's window ending now (read only to say when a refused request fits).
+Window = Callable[[Period], Iterable[Activity]]
 
 
 class LimitRefusal(NamedTuple):
@@ -159,10 +194,27 @@ def first_refusal(
     deposit: int = 0,
     stake: int = 0,
 ) -> LimitRefusal | None:
+    """:func:`refusal` over the ``activity`` so far (at least the longest window's)."""
+
+    def window(period: Period) -> list[Activity]:
+        return [item for item in activity if item.at > now - PERIODS[period]]
+
+    return refusal(limits, uses(activity, now), window, now, deposit=deposit, stake=stake)
+
+
+def refusal(
+    limits: Sequence[Limit],
+    use: Mapping[Period, Use],
+    window: Window,
+    now: datetime,
+    *,
+    deposit: int = 0,
+    stake: int = 0,
+) -> LimitRefusal | None:
     """The first limit in force at ``now`` that a deposit of ``deposit`` or an entry staking
-    ``stake`` would pass, given the ``activity`` so far (at least the longest window's);
-    ``None`` when every limit leaves room. ``limits`` is checked in order, so callers list
-    them in the order a refusal should name them."""
+    ``stake`` would pass, given what each period's window holds (``use``); ``None`` when every
+    limit leaves room. ``limits`` is checked in order, so callers list them in the order a
+    refusal should name them; ``window`` is read only for a refusal, to say when it fits."""
     asked = Activity(now, deposit=deposit, stake=stake)
     for limit in limits:
         amount = limit.in_force(now)
@@ -171,18 +223,18 @@ def first_refusal(
         weight = _weight(limit.kind, asked)
         if weight <= 0:
             continue  # this request uses none of this limit
-        length = PERIODS[limit.period]
-        window = sorted((item for item in activity if item.at > now - length), key=_at)
-        so_far = sum(_weight(limit.kind, item) for item in window)
+        so_far = use.get(limit.period, Use()).of(limit.kind)
         if so_far + weight <= amount:
             continue
+        length = PERIODS[limit.period]
+        held = sorted((item for item in window(limit.period) if item.at > now - length), key=_at)
         return LimitRefusal(
             limit.kind,
             limit.period,
             amount,
             so_far,
             weight,
-            _frees_at(limit.kind, window, so_far, weight, amount, length),
+            _frees_at(limit.kind, held, so_far, weight, amount, length),
         )
     return None
 

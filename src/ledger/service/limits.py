@@ -5,12 +5,13 @@ enforced inside the writes that debit (:mod:`ledger.domain.limit_gate`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
 
 from ..commands import CancelPendingLimit, Exclude, LiftExclusion, PruneLimitActivity, SetLimit
 from ..contract import check_currency, check_text, check_user
-from ..domain.limits import KINDS, PERIODS, Activity, Limit, LimitKind, Period, used
+from ..domain.limits import KINDS, PERIODS, Limit, LimitKind, Period, Use
 from ..errors import InvalidRequest
 from ..money import parse_decimal
 from ..views.limits import ExclusionView, LimitView
@@ -78,11 +79,11 @@ class PlayerLimits(LedgerCore):
         user = check_user(user)
         with self.store.unit_of_work(write=False) as uow:
             found = uow.limits.user_limits(user)
-            activity = uow.limits.activity(user) if found else {}
+            use = uow.limits.use(user) if found else {}
             now = uow.limits.clock()
         order = {name: index for index, name in enumerate(KINDS)}
         found.sort(key=lambda item: (item.currency, order[item.kind], PERIODS[item.period]))
-        return [self._view(user, item, activity.get(item.currency, []), now) for item in found]
+        return [self._view(user, item, use.get(item.currency, {}), now) for item in found]
 
     def exclude(
         self, user: str, until: datetime | None = None, *, reason: str, by: str
@@ -152,15 +153,15 @@ class PlayerLimits(LedgerCore):
         self,
         user: str,
         limit: Limit,
-        activity: list[Activity] | None = None,
+        use: Mapping[Period, Use] | None = None,
         now: datetime | None = None,
     ) -> LimitView:
-        if activity is None or now is None:
+        if use is None or now is None:
             with self.store.unit_of_work(write=False) as uow:
-                activity = uow.limits.activity(user).get(limit.currency, [])
+                use = uow.limits.use(user).get(limit.currency, {})
                 now = uow.limits.clock()
         in_force = limit.settled(now)
-        spent = used(limit.kind, activity, now - PERIODS[limit.period])
+        spent = use.get(limit.period, Use()).of(limit.kind)
         amount = in_force.amount
         scale = limit.currency
         return LimitView(

@@ -2,10 +2,11 @@
 
 Invariant: a deposit or a Place Bet of a user without a ``limited_users`` row costs one
 primary-key probe (one statement for the whole group of requests, no row locked); for a limited
-user, the check reads its limits, exclusions and the activity of the longest window (a range of
-``limit_activity_window``) after locking its ``limited_users`` row (``FOR UPDATE`` on Postgres,
-SQLite's writer holding the database), and the activity it admits is written before that lock
-ends: two writers can never both see room that only one of them may use. A change of limit or
+user, the check reads its limits, exclusions and what each limited window holds (hourly sums and
+the movements of one hour per window, :mod:`ledger.stores.limit_hours`) after locking its
+``limited_users`` row (``FOR UPDATE`` on Postgres, SQLite's writer holding the database), and
+the activity it admits is written before that lock ends: two writers can never both see room
+that only one of them may use. A change of limit or
 an exclusion takes the same row's lock. Proved by ``tests/service/test_limits_machine.py`` and
 ``tests/stores/test_limits_concurrency.py``.
 """
@@ -18,13 +19,21 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, delete, insert, or_, select, tuple_, update
 
+from ..domain.journal import TxnKind
 from ..domain.limit_gate import Gate, UserState
-from ..domain.limits import PERIODS, Activity, Exclusion, Limit
+from ..domain.limits import PERIODS, Activity, Exclusion, Limit, Period, Use
 from .dialect import Dialect
-from .limit_tables import exclusions, limit_activity, limit_changes, limited_users, limits
-from .schema import from_stored
+from .limit_hours import ADD_HOURS, ADD_SET_RETURNS, HOUR, hour_of, window_use
+from .limit_tables import (
+    exclusions,
+    limit_activity,
+    limit_changes,
+    limit_hours,
+    limits,
+)
+from .schema import from_stored, postings, to_stored, transactions
 
 __all__ = ["LONGEST", "LimitChange", "SqlLimits"]
 
@@ -85,7 +94,7 @@ class SqlLimits:
             found = self._lock(users) if users else []
         if not found:
             return Gate({}, now)
-        return Gate(self._states(found, now), now)
+        return Gate(self._states(found, now), now, self._window)
 
     @_translated
     def record(self, gate: Gate) -> None:
@@ -104,6 +113,7 @@ class SqlLimits:
         if rows:
             self._dialect.send_queued(self._conn)
             self._conn.execute(insert(limit_activity), rows)
+            self._add_hours(rows)
         gate.recorded.clear()
 
     @_translated
@@ -121,16 +131,24 @@ class SqlLimits:
         ]  # fmt: skip
         if rows:
             self._conn.execute(insert(limit_activity), rows)
+            self._add_hours(rows)
 
     @_translated
     def record_set_returns(self, key: str, after_posting: int) -> None:
         """After a set-based close written under transactions ``key:<n>``: its credits to the
         available accounts of limited users, in one INSERT ... SELECT joined to them."""
+        now, pattern = self.clock(), _like_prefix(key)
         self._dialect.run(
             self._conn,
             _marks(self._conn, _SET_RETURNS),
-            (self._dialect.timestamp(self.clock()), after_posting, _like_prefix(key)),
+            (self._dialect.timestamp(now), after_posting, pattern),
         )
+        sqlite = self._conn.dialect.paramstyle == "qmark"
+        sql = ADD_SET_RETURNS.format(
+            add="ledger_add" if sqlite else "numeric_add", sum="ledger_sum" if sqlite else "sum"
+        )
+        hour = self._dialect.timestamp(hour_of(now))
+        self._dialect.run(self._conn, _marks(self._conn, sql), (hour, after_posting, pattern))
 
     @_translated
     def last_posting(self) -> int:
@@ -163,49 +181,129 @@ class SqlLimits:
         found_exclusions: dict[str, list[Exclusion]] = {user: [] for user in users}
         for row in conn.execute(select(exclusions).where(exclusions.c.user_uid.in_(users))):
             found_exclusions[row.user_uid].append(_exclusion(row))
-        activity: dict[str, dict[str, list[Activity]]] = {user: {} for user in users}
-        # Plain SQL, values converted here: a window may hold thousands of rows, and
-        # SQLAlchemy's per-row processing cost 14 us a row (2,000 rows: 28 ms a check).
-        # Only as far back as the longest period any of them has a limit for (none: an
-        # exclusion alone reads no activity).
-        longest = max(
-            (PERIODS[item.period] for found in found_limits.values() for item in found),
-            default=None,
-        )
-        sql = _ACTIVITY.replace("?)", ", ".join(["?"] * len(users)) + ")", 1)
-        since = None if longest is None else self._dialect.timestamp(now - longest)
-        rows = (
-            []
-            if since is None
-            else self._dialect.run(conn, _marks(conn, sql), (*users, since)).fetchall()
-        )
-        moment = _moment_reader(conn)
-        for user, currency, at, deposit, stake, returned in rows:
-            activity[user].setdefault(currency, []).append(
-                Activity(
-                    moment(at), from_stored(deposit), from_stored(stake), from_stored(returned)
-                )
-            )
+        # Only the windows some limit is for (an exclusion alone reads no activity).
+        wanted: dict[tuple[str, str], set[Period]] = {}
+        for user, found in found_limits.items():
+            for item in found:
+                wanted.setdefault((user, item.currency), set()).add(item.period)
+        use = self._uses(wanted, now)
         return {
             user: UserState(
                 tuple(found_limits[user]),
                 tuple(found_exclusions[user]),
-                {currency: tuple(items) for currency, items in activity[user].items()},
+                {currency: use[(who, currency)] for who, currency in use if who == user},
             )
             for user in users
         }
+
+    def _uses(
+        self, wanted: Mapping[tuple[str, str], Collection[Period]], now: datetime
+    ) -> dict[tuple[str, str], dict[Period, Use]]:
+        """What the windows ``wanted`` per user and currency hold at ``now``, in one statement:
+        the hourly sums since the longest cut, and the movements of each cut's hour."""
+        if not wanted:
+            return {}
+        conn, stamp = self._conn, self._dialect.timestamp
+        parts: list[str] = []
+        parameters: list[Any] = []
+        for (user, currency), periods in sorted(wanted.items()):
+            longest = max(PERIODS[period] for period in periods)
+            parts.append(_HOURS)
+            parameters += [user, currency, stamp(now - longest)]
+            for period in sorted(periods):
+                cut = now - PERIODS[period]
+                parts.append(_EDGE)
+                parameters += [user, currency, stamp(cut), stamp(hour_of(cut) + HOUR)]
+        sql = _marks(conn, " UNION ALL ".join(parts))
+        moment = _moment_reader(conn)
+        hours: dict[tuple[str, str], list[tuple[datetime, int, int, int]]] = {}
+        edges: dict[tuple[str, str], list[tuple[datetime, int, int, int]]] = {}
+        # Plain SQL, values converted here: SQLAlchemy's processing cost 14 us a row.
+        for edge, user, currency, at, deposit, stake, returned in self._dialect.run(
+            conn, sql, parameters
+        ).fetchall():
+            rows = edges if edge else hours
+            rows.setdefault((user, currency), []).append(
+                (moment(at), from_stored(deposit), from_stored(stake), from_stored(returned))
+            )
+        return {
+            key: window_use(hours.get(key, ()), edges.get(key, ()), now, periods)
+            for key, periods in wanted.items()
+        }
+
+    def _window(self, user: str, currency: str, since: datetime) -> list[Activity]:
+        """The movements of ``user`` in ``currency`` after ``since``: read only to say when a
+        refused request would fit."""
+        conn = self._conn
+        rows = self._dialect.run(
+            conn, _marks(conn, _WINDOW), (user, currency, self._dialect.timestamp(since))
+        ).fetchall()
+        moment = _moment_reader(conn)
+        return [
+            Activity(moment(at), from_stored(deposit), from_stored(stake), from_stored(returned))
+            for at, deposit, stake, returned in rows
+        ]
+
+    def _add_hours(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Add movements (rows of ``limit_activity``) to their hours' sums."""
+        sums: dict[tuple[str, str, datetime], Use] = {}
+        for row in rows:
+            key = (row["user_uid"], row["currency"], hour_of(row["at"]))
+            sums[key] = sums.get(key, Use()).plus(
+                Use(row["deposit"], row["stake"], row["returned"])
+            )
+        sqlite = self._conn.dialect.paramstyle == "qmark"
+        sql = _marks(self._conn, ADD_HOURS.format(add="ledger_add" if sqlite else "numeric_add"))
+        stamp = self._dialect.timestamp
+        for (user, currency, hour), use in sorted(sums.items()):
+            self._dialect.run(
+                self._conn,
+                sql,
+                (user, currency, stamp(hour), *(to_stored(value) for value in use)),
+            )
 
     # --- changing ----------------------------------------------------------------------------
 
     @_translated
     def mark_limited(self, user: str) -> None:
-        """Make ``user`` a limited user, and lock its limit state (first, like every writer)."""
+        """Make ``user`` a limited user, and lock its limit state (first, like every writer).
+        A user limited for the first time brings the movements of its last 30 days from the
+        journal: a limit set today counts what the user deposited, staked and got back
+        yesterday, as the player and the regulator read a window."""
         now = self.clock()
-        row = (user, self._dialect.timestamp(now))
-        self._dialect.insert_rows(
-            self._conn, limited_users, ("user_uid", "since"), [row], ignore_conflicts=True
-        )
+        conn = self._conn
+        inserted = self._dialect.run(
+            conn, _marks(conn, _MARK_LIMITED), (user, self._dialect.timestamp(now))
+        ).fetchall()
         self._lock([user])
+        if inserted:
+            self._from_journal(user, now)
+
+    def _from_journal(self, user: str, now: datetime) -> None:
+        """Record ``user``'s movements of the longest window from the journal (once)."""
+        query = (
+            select(postings.c.currency, transactions.c.created_at, transactions.c.kind,
+                   postings.c.amount)
+            .join(transactions, transactions.c.id == postings.c.txn_id)
+            .where(
+                postings.c.account == f"user:{user}",
+                transactions.c.created_at > now - LONGEST,
+                transactions.c.created_at <= now,
+            )
+        )  # fmt: skip
+        rows = []
+        for currency, created_at, kind, amount in self._conn.execute(query):
+            deposit = amount if kind == TxnKind.DEPOSIT and amount > 0 else 0
+            stake = -amount if kind == TxnKind.HOLD and amount < 0 else 0
+            returned = amount if kind in _RETURNS and amount > 0 else 0
+            if deposit or stake or returned:
+                rows.append(
+                    {"user_uid": user, "currency": currency, "at": utc_at(created_at),
+                     "deposit": deposit, "stake": stake, "returned": returned}
+                )  # fmt: skip
+        if rows:
+            self._conn.execute(insert(limit_activity), rows)
+            self._add_hours(rows)
 
     @_translated
     def user_limits(self, user: str) -> list[Limit]:
@@ -287,18 +385,11 @@ class SqlLimits:
         return int(result.rowcount or 0)
 
     @_translated
-    def activity(self, user: str) -> dict[str, list[Activity]]:
-        """``user``'s activity of the longest window, per currency (for reports)."""
-        now = self.clock()
-        query = select(limit_activity).where(
-            limit_activity.c.user_uid == user, limit_activity.c.at > now - LONGEST
-        )
-        found: dict[str, list[Activity]] = {}
-        for row in self._conn.execute(query):
-            found.setdefault(row.currency, []).append(
-                Activity(utc_at(row.at), row.deposit, row.stake, row.returned)
-            )
-        return found
+    def use(self, user: str) -> dict[str, dict[Period, Use]]:
+        """What each window of ``user`` holds now, per currency it has a limit in."""
+        currencies = {item.currency for item in self.user_limits(user)}
+        use = self._uses({(user, currency): list(PERIODS) for currency in currencies}, self.clock())
+        return {currency: found for (_, currency), found in use.items()}
 
     @_translated
     def prune(self, batch: int) -> int:
@@ -311,19 +402,40 @@ class SqlLimits:
             .limit(batch)
         )
         result = self._conn.execute(delete(limit_activity).where(limit_activity.c.id.in_(oldest)))
-        return int(result.rowcount or 0)
-
-    @_translated
-    def count_activity(self) -> int:
-        query = select(func.count()).select_from(limit_activity)
-        return int(self._conn.execute(query).scalar_one())
+        # The hours that start at or before the cut: no window reads them whole again.
+        hours = (
+            select(limit_hours.c.user_uid, limit_hours.c.currency, limit_hours.c.hour)
+            .where(limit_hours.c.hour <= cutoff)
+            .limit(batch)
+        )
+        gone = self._conn.execute(
+            delete(limit_hours).where(
+                tuple_(limit_hours.c.user_uid, limit_hours.c.currency, limit_hours.c.hour).in_(
+                    hours
+                )
+            )
+        )
+        return int(result.rowcount or 0) + int(gone.rowcount or 0)
 
 
 # Written with "?" placeholders, swapped for the driver's own (:func:`_marks`).
-_ACTIVITY = (
-    "SELECT user_uid, currency, at, deposit, stake, returned FROM limit_activity "
-    "WHERE user_uid IN (?) AND at > ?"
+_HOURS = (
+    "SELECT 0, user_uid, currency, hour, deposit, stake, returned FROM limit_hours "
+    "WHERE user_uid = ? AND currency = ? AND hour > ?"
 )
+_EDGE = (
+    "SELECT 1, user_uid, currency, at, deposit, stake, returned FROM limit_activity "
+    "WHERE user_uid = ? AND currency = ? AND at > ? AND at < ?"
+)
+_WINDOW = (
+    "SELECT at, deposit, stake, returned FROM limit_activity "
+    "WHERE user_uid = ? AND currency = ? AND at > ?"
+)
+_MARK_LIMITED = (
+    "INSERT INTO limited_users (user_uid, since) VALUES (?, ?) "
+    "ON CONFLICT (user_uid) DO NOTHING RETURNING user_uid"
+)
+_RETURNS = (TxnKind.REFUND, TxnKind.SETTLE)
 _LIMITED = "SELECT user_uid FROM limited_users WHERE user_uid IN (?)"
 _SET_RETURNS = (
     "INSERT INTO limit_activity (user_uid, currency, at, deposit, stake, returned) "

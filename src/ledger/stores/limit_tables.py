@@ -13,6 +13,8 @@
   only for limited users. Bounded: a check reads the range ``(user, currency, at >
   now - 30 days)`` of its index, and rows older than the longest window are pruned
   (``ledger events prune`` runs :class:`ledger.commands.PruneLimitActivity` beside it).
+- ``limit_hours`` (migration 0022): the same movements summed per user, currency and clock
+  hour, so that a check reads a window in bounded work (:mod:`ledger.stores.limit_hours`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from sqlalchemy import BigInteger, Column, DateTime, Index, Integer, String, Tab
 
 from .schema import Amount, Key, metadata
 
-__all__ = ["exclusions", "limit_activity", "limit_changes", "limited_users", "limits"]
+__all__ = [
+    "exclusions",
+    "limit_activity",
+    "limit_changes",
+    "limit_hours",
+    "limited_users",
+    "limits",
+]
 
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -86,4 +95,16 @@ limit_activity = Table(
     Column("returned", Amount, nullable=False),
     Index("limit_activity_window", "user_uid", "currency", "at"),
     Index("limit_activity_at", "at"),
+)
+
+limit_hours = Table(
+    "limit_hours",
+    metadata,
+    Column("user_uid", Key(255), primary_key=True),
+    Column("currency", Key(16), primary_key=True),
+    Column("hour", DateTime(timezone=True), primary_key=True),
+    Column("deposit", Amount, nullable=False),
+    Column("stake", Amount, nullable=False),
+    Column("returned", Amount, nullable=False),
+    Index("limit_hours_hour", "hour"),
 )

@@ -29,7 +29,7 @@ from ..deliveries import DeliveryFilter, DeliveryRecord
 from ..directory import Seen
 from ..domain import Bet, Transaction
 from ..domain.limit_gate import Gate
-from ..domain.limits import Activity, Exclusion, Limit
+from ..domain.limits import Exclusion, Limit, Period, Use
 from ..events import EventRow
 from .base import (
     AccountBalance,
@@ -94,11 +94,12 @@ class Limits(Protocol):
     def lift_exclusions(self, user: str) -> int:
         """End ``user``'s exclusions in force now (an administrator's act); how many."""
 
-    def activity(self, user: str) -> dict[str, list[Activity]]:
-        """``user``'s activity of the longest window, per currency."""
+    def use(self, user: str) -> dict[str, dict[Period, Use]]:
+        """What each window of ``user`` holds now, per currency it has a limit in."""
 
     def prune(self, batch: int) -> int:
-        """Delete up to ``batch`` activity rows older than the longest window."""
+        """Delete up to ``batch`` activity rows (and hourly sums) older than the longest
+        window."""
 
 
 class UnitOfWork(Protocol):

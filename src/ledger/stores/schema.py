@@ -175,7 +175,7 @@ transactions = Table(
     Column("reference", String(300), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     # The commit that wrote it (its event group, ``journal_chain.grp``; NULL: written before the
-    # journal's chain began, covered by its first record). Migration 0022.
+    # journal's chain began, covered by its first record). Migration 0023.
     Column("commit_grp", BigInteger, nullable=True),
     # Period summaries (`ledger house`) read a range of time (migration 0005).
     Index("transactions_created", "created_at"),
@@ -234,7 +234,7 @@ bets = Table(
     Column("placed_at", DateTime(timezone=True), nullable=False),
     Column("closed_at", DateTime(timezone=True), nullable=True),
     # The commit that placed it (``journal_chain.grp``; NULL: before the chain began). The one
-    # that closed it is in bet_closes. Migration 0022.
+    # that closed it is in bet_closes. Migration 0023.
     Column("placed_grp", BigInteger, nullable=True),
     CheckConstraint("state IN ('placed', 'refunded', 'settled')", name="bets_state"),
     CheckConstraint("funding IN ('cash', 'ticket', 'free')", name="bets_funding"),
@@ -459,7 +459,7 @@ event_counter = Table(
     Column("last_id", BigInteger, nullable=False),
 )
 
-# --- the journal's chain (ledger.integrity, migration 0022) ---------------------------------
+# --- the journal's chain (ledger.integrity, migration 0023) ---------------------------------
 #
 # One record per committed unit of work that wrote transactions or bets, in commit order: its
 # content hash over the canonical bytes of those rows (docs/integrity.md), the previous record's

@@ -55,7 +55,8 @@ class SqlStore:
         # Events committed through this store object: the appended-events counter (metrics).
         self.events_appended = 0
         self._counting = threading.Lock()
-        # The clock of the responsible-gambling limits (windows, cooling-off): injectable.
+        # The clock of the journal's times and the responsible-gambling limits (windows,
+        # cooling-off): injectable, so that both read one time.
         self.clock: Callable[[], datetime] = _now
 
     def _appended(self, count: int) -> None:
@@ -183,7 +184,9 @@ class SqlUnitOfWork:
                 feed.seal(self._conn, self._dialect, self._event_group, count)
             if content is not None and content.rows:
                 assert self._event_group is not None
-                self._dialect.seal_chain(self._conn, self._event_group, content, _now())
+                self._dialect.seal_chain(
+                    self._conn, self._event_group, content, self._store.clock()
+                )
             self._conn.commit()
         self._committed = True
         self._event_group, self._event_count, self._chained = None, 0, False
@@ -293,7 +296,7 @@ class SqlUnitOfWork:
                 seen,
                 describe_users,
                 event_slots=self.event_slots,
-                now=_now,
+                now=self._store.clock,
             )
 
     # --- transactions ---------------------------------------------------------------------------
@@ -308,7 +311,8 @@ class SqlUnitOfWork:
         grp = self._chain_group()
         try:
             with self._store.translate_errors():
-                post(self._conn, self._dialect, self._balances, new_transactions, _now, grp)
+                clock = self._store.clock
+                post(self._conn, self._dialect, self._balances, new_transactions, clock, grp)
         except BaseException:
             # Some of it may have been written (a failed executemany keeps its earlier rows):
             # the memo no longer says what the balances are.

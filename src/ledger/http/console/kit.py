@@ -35,6 +35,16 @@ class Kit:
     audit: Callable[..., Callable[[Ledger], None]]
     export_page: int = EXPORT_PAGE
 
+    def beside(
+        self, request: Request[Any, Any, Any], session: Session, error: LedgerError, target: str
+    ) -> Template:
+        """A form's refusal, shown in ``target`` beside the form (htmx); the page stays as it
+        was."""
+        refused = self.failed(request, session, error)
+        refused.headers["HX-Retarget"] = target
+        refused.headers["HX-Reswap"] = "innerHTML"
+        return refused
+
     async def shown(
         self,
         request: Request[Any, Any, Any],

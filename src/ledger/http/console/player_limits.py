@@ -72,10 +72,7 @@ def player_limits_handlers(kit: Kit) -> list[Any]:
             done = await kit.call(change())
         except LedgerError as error:
             await kit.call(kit.audit(request, session, action, user, outcome=error.key, **note))
-            refused = kit.failed(request, session, error)
-            refused.headers["HX-Retarget"] = "#limits-result"
-            refused.headers["HX-Reswap"] = "innerHTML"
-            return refused
+            return kit.beside(request, session, error, "#limits-result")
         await kit.call(kit.audit(request, session, action, user, **note))
         found = await kit.call(lambda ledger: user_page(ledger, user, None, None, None))
         notice = _notice(action, note, done)

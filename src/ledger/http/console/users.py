@@ -140,11 +140,7 @@ def users_handlers(kit: Kit) -> list[Any]:
             )
         except LedgerError as error:
             await kit.call(kit.audit(request, session, action, user, outcome=error.key, **note))
-            refused = kit.failed(request, session, error)
-            # The refusal goes beside the form; the user's page stays as it was.
-            refused.headers["HX-Retarget"] = "#movement-result"
-            refused.headers["HX-Reswap"] = "innerHTML"
-            return refused
+            return kit.beside(request, session, error, "#movement-result")
         # The amount as the ledger applied it (exact, at the currency's scale), not as typed.
         note["amount"] = move.to_dict()["amount"]
         await kit.call(kit.audit(request, session, action, user, applied=move.applied, **note))

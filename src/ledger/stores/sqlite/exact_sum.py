@@ -1,4 +1,5 @@
-"""``ledger_sum``: the exact aggregate every SQLite connection gets, for amounts beyond 64 bits.
+"""``ledger_sum`` and ``ledger_add``: the exact aggregate and addition every SQLite connection
+gets, for amounts beyond 64 bits.
 
 Invariant: the sum of any stored amounts is exact, never a REAL. Tested by
 tests/stores/test_capacity.py."""
@@ -33,3 +34,11 @@ class ExactSum:
 
     def finalize(self) -> int | str | None:
         return None if self.total is None else to_stored(self.total)
+
+
+def exact_add(left: int | str | None, right: int | str | None) -> int | str | None:
+    """``ledger_add(a, b)``: ``a + b`` over stored amounts, exact at any size (SQLite's ``+``
+    turns a 64-bit overflow into a REAL)."""
+    if left is None or right is None:
+        return None
+    return to_stored(int(left) + int(right))

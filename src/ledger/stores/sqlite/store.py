@@ -17,7 +17,7 @@ from ...errors import (
 from ..sql import SqlStore
 from .checkpointer import AUTOCHECKPOINT_PAGES, Checkpointer
 from .dialect import SqliteDialect
-from .exact_sum import ExactSum
+from .exact_sum import ExactSum, exact_add
 from .writer_lock import WriterLock
 
 # Helper threads SQLite's sorter may start for one large sort (see SqliteStore._on_connect):
@@ -99,6 +99,7 @@ class SqliteStore(SqlStore):
         cursor.close()
         # typeshed wants a finalize() of int only; SQLite takes int, str or None.
         dbapi_connection.create_aggregate("ledger_sum", 1, cast(Any, ExactSum))
+        dbapi_connection.create_function("ledger_add", 2, exact_add, deterministic=True)
 
     @staticmethod
     def _on_begin(connection: Connection) -> None:

@@ -1,7 +1,7 @@
 """The journal's chain: one record per commit that writes transactions or bets, and the history.
 
-Revision ID: 0022
-Revises: 0021
+Revision ID: 0023
+Revises: 0022
 
 Adds the columns by which rows name the commit that wrote them (``transactions.commit_grp``,
 ``bets.placed_grp``: the unit of work's event group; NULL for what was written before), which
@@ -23,8 +23,8 @@ from alembic import op
 from ledger.integrity.canonical import GENESIS
 from ledger.stores import chain
 
-revision = "0022"
-down_revision = "0021"
+revision = "0023"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 
