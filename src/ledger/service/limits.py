@@ -79,7 +79,7 @@ class PlayerLimits(LedgerCore):
         user = check_user(user)
         with self.store.unit_of_work(write=False) as uow:
             found = uow.limits.user_limits(user)
-            use = uow.limits.use(user) if found else {}
+            use = uow.limits.use(user, {item.currency for item in found})
             now = uow.limits.clock()
         order = {name: index for index, name in enumerate(KINDS)}
         found.sort(key=lambda item: (item.currency, order[item.kind], PERIODS[item.period]))
@@ -158,7 +158,7 @@ class PlayerLimits(LedgerCore):
     ) -> LimitView:
         if use is None or now is None:
             with self.store.unit_of_work(write=False) as uow:
-                use = uow.limits.use(user).get(limit.currency, {})
+                use = uow.limits.use(user, [limit.currency]).get(limit.currency, {})
                 now = uow.limits.clock()
         in_force = limit.settled(now)
         spent = use.get(limit.period, Use()).of(limit.kind)

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 
 from ..domain.limits import PERIODS, Period, Use
 
-__all__ = ["ADD_HOURS", "ADD_SET_RETURNS", "HOUR", "hour_of", "window_use"]
+__all__ = ["ADD_HOURS", "ADD_SET_RETURNS", "HOUR", "SET_CREDITS", "hour_of", "window_use"]
 
 HOUR = timedelta(hours=1)
 
@@ -71,12 +71,16 @@ ADD_HOURS = (
     "stake = {add}(limit_hours.stake, excluded.stake), "
     "returned = {add}(limit_hours.returned, excluded.returned)"
 )
-ADD_SET_RETURNS = (
-    "INSERT INTO limit_hours (user_uid, currency, hour, deposit, stake, returned) "
-    "SELECT l.user_uid, p.currency, ?, 0, 0, {sum}(p.amount) "
+# A set-based close's credits to the available accounts of limited users: postings after a
+# given id (?) of transactions whose key matches a LIKE pattern (?).
+SET_CREDITS = (
     "FROM limited_users l JOIN postings p ON p.account = 'user:' || l.user_uid AND p.id > ? "
     "JOIN transactions t ON t.id = p.txn_id "
-    "WHERE t.idempotency_key LIKE ? ESCAPE '\\' AND p.amount > 0 "
+    "WHERE t.idempotency_key LIKE ? ESCAPE '\\' AND p.amount > 0"
+)
+ADD_SET_RETURNS = (
+    "INSERT INTO limit_hours (user_uid, currency, hour, deposit, stake, returned) "
+    "SELECT l.user_uid, p.currency, ?, 0, 0, {sum}(p.amount) " + SET_CREDITS + " "
     "GROUP BY l.user_uid, p.currency ORDER BY 1, 2 "
     "ON CONFLICT (user_uid, currency, hour) DO UPDATE SET "
     "returned = {add}(limit_hours.returned, excluded.returned)"

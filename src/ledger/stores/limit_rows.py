@@ -21,11 +21,12 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Connection, and_, delete, insert, or_, select, tuple_, update
 
+from ..domain.accounts import user_account
 from ..domain.journal import TxnKind
 from ..domain.limit_gate import Gate, UserState
 from ..domain.limits import PERIODS, Activity, Exclusion, Limit, Period, Use
 from .dialect import Dialect
-from .limit_hours import ADD_HOURS, ADD_SET_RETURNS, HOUR, hour_of, window_use
+from .limit_hours import ADD_HOURS, ADD_SET_RETURNS, HOUR, SET_CREDITS, hour_of, window_use
 from .limit_tables import (
     exclusions,
     limit_activity,
@@ -286,7 +287,7 @@ class SqlLimits:
                    postings.c.amount)
             .join(transactions, transactions.c.id == postings.c.txn_id)
             .where(
-                postings.c.account == f"user:{user}",
+                postings.c.account == user_account(user),
                 transactions.c.created_at > now - LONGEST,
                 transactions.c.created_at <= now,
             )
@@ -385,9 +386,8 @@ class SqlLimits:
         return int(result.rowcount or 0)
 
     @_translated
-    def use(self, user: str) -> dict[str, dict[Period, Use]]:
-        """What each window of ``user`` holds now, per currency it has a limit in."""
-        currencies = {item.currency for item in self.user_limits(user)}
+    def use(self, user: str, currencies: Collection[str]) -> dict[str, dict[Period, Use]]:
+        """What each window of ``user`` holds now in each of ``currencies``."""
         use = self._uses({(user, currency): list(PERIODS) for currency in currencies}, self.clock())
         return {currency: found for (_, currency), found in use.items()}
 
@@ -439,10 +439,7 @@ _RETURNS = (TxnKind.REFUND, TxnKind.SETTLE)
 _LIMITED = "SELECT user_uid FROM limited_users WHERE user_uid IN (?)"
 _SET_RETURNS = (
     "INSERT INTO limit_activity (user_uid, currency, at, deposit, stake, returned) "
-    "SELECT l.user_uid, p.currency, ?, 0, 0, p.amount "
-    "FROM limited_users l JOIN postings p ON p.account = 'user:' || l.user_uid AND p.id > ? "
-    "JOIN transactions t ON t.id = p.txn_id "
-    "WHERE t.idempotency_key LIKE ? ESCAPE '\\' AND p.amount > 0"
+    "SELECT l.user_uid, p.currency, ?, 0, 0, p.amount " + SET_CREDITS
 )
 
 

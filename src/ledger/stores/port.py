@@ -94,8 +94,8 @@ class Limits(Protocol):
     def lift_exclusions(self, user: str) -> int:
         """End ``user``'s exclusions in force now (an administrator's act); how many."""
 
-    def use(self, user: str) -> dict[str, dict[Period, Use]]:
-        """What each window of ``user`` holds now, per currency it has a limit in."""
+    def use(self, user: str, currencies: Collection[str]) -> dict[str, dict[Period, Use]]:
+        """What each window of ``user`` holds now in each of ``currencies``."""
 
     def prune(self, batch: int) -> int:
         """Delete up to ``batch`` activity rows (and hourly sums) older than the longest
