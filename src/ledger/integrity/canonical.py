@@ -24,6 +24,7 @@ Pure: values in, bytes out.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
 from collections.abc import Callable, Iterable, Sequence
@@ -96,17 +97,49 @@ def _moment(value: Any) -> bytes:
     return _integer(micros(moment))
 
 
-_KINDS: dict[str, Callable[[Any], bytes]] = {"i": _integer, "t": _text, "m": _moment}
+# One value of each kind, as a row encoder's generated code spells it (see row_encoder): the
+# same bytes as _integer, _text and _moment, without a function call per value.
+_SPELLED = {
+    "i": "d = b'%d' % (VALUE if VALUE.__class__ is int else int(VALUE))\n"
+    "        add(b'\\x01' + pack(len(d)) + d)",
+    "t": "d = VALUE.encode()\n        add(b'\\x02' + pack(len(d)) + d)",
+    "m": "add(moment(VALUE))",
+}
+
+
+@functools.lru_cache(maxsize=4096)
+def _moment_bytes(value: str | datetime) -> bytes:
+    # Cached: the rows of one commit share a few moments (a unit of work's clock), and parsing
+    # SQLite's text was the dearest value of a row.
+    return _moment(value)
 
 
 def row_encoder(tag: bytes, kinds: str) -> Callable[[Sequence[Any]], bytes]:
     """The canonical bytes of rows of ``tag`` from the values as a driver hands them back, one
-    kind per column: ``i`` an integer, ``t`` a text, ``m`` a moment."""
-    encoders = [_KINDS[kind] for kind in kinds]
+    kind per column: ``i`` an integer, ``t`` a text, ``m`` a moment; the same bytes as
+    :func:`row_bytes` (``tests/unit/test_canonical.py`` compares them on any values).
 
-    def encode(row: Sequence[Any]) -> bytes:
-        return tag + b"".join([write(value) for write, value in zip(encoders, row, strict=True)])
-
+    The function is generated for the row's shape, each value's encoding written out in it: a
+    call per value was most of the journal's cost to a group commit (a posting row 4.0 to
+    4.8 us, 2.6 us generated, the same bytes)."""
+    lines = [
+        "def encode(row):",
+        f"    {''.join(f'v{n}, ' for n in range(len(kinds)))}= row",
+        f"    parts = [{tag!r}]",
+        "    add = parts.append",
+    ]
+    for number, kind in enumerate(kinds):
+        spelled = _SPELLED[kind].replace("VALUE", f"v{number}")
+        lines += [
+            f"    if v{number} is None:",
+            "        add(b'\\x00')",
+            "    else:",
+            f"        {spelled}",
+        ]
+    lines.append("    return b''.join(parts)")
+    scope: dict[str, Any] = {"pack": _LENGTH.pack, "moment": _moment_bytes}
+    exec("\n".join(lines), scope)  # noqa: S102 - code built above from the kinds' fixed spellings
+    encode: Callable[[Sequence[Any]], bytes] = scope["encode"]
     return encode
 
 
@@ -153,6 +186,11 @@ class Content:
         """Add one row's canonical bytes (:func:`row_encoder`)."""
         self._hash.update(row)
         self.rows += 1
+
+    def add_all(self, rows: list[bytes]) -> None:
+        """Add rows' canonical bytes, in order (one update of the hash for them all)."""
+        self._hash.update(b"".join(rows))
+        self.rows += len(rows)
 
     def digest(self) -> bytes:
         return self._hash.digest()

@@ -13,7 +13,8 @@ deliveries) is read.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +29,7 @@ from sqlalchemy import (
     type_coerce,
     update,
 )
+from sqlalchemy.engine import Dialect as SqlDialect
 from sqlalchemy.types import NullType
 
 from ..integrity.canonical import (
@@ -46,8 +48,10 @@ __all__ = [
     "ONE_STATEMENT",
     "ChainRecord",
     "commit_content",
+    "content_of_rows",
     "head",
     "one_statement_parameters",
+    "plain_queries",
     "record_of",
     "records",
     "seal_in_steps",
@@ -155,12 +159,15 @@ def _queries(grp: ColumnElement[Any] | None) -> list[tuple[Any, Any]]:
         closed = select(*_RAW_C).where(
             bets.c.state != "placed", bets.c.uid.not_in(select(bet_closes.c.uid))
         )
+        closed_order = bets.c.uid
     else:
         closed = (
             select(*_RAW_C)
             .select_from(bet_closes.join(bets, bets.c.uid == bet_closes.c.uid))
             .where(bet_closes.c.grp == grp)
         )
+        # The same order, read from bet_closes' key (grp, uid): no sort.
+        closed_order = bet_closes.c.uid
     queries = [
         (_T, select(*_RAW_T).where(of(txn.commit_grp)).order_by(txn.id)),
         (
@@ -171,13 +178,34 @@ def _queries(grp: ColumnElement[Any] | None) -> list[tuple[Any, Any]]:
             .order_by(postings.c.id),
         ),
         (_B, select(*_RAW_B).where(of(bets.c.placed_grp)).order_by(bets.c.uid)),
-        (_C, closed.order_by(bets.c.uid)),
+        (_C, closed.order_by(closed_order)),
     ]
     return [(encode, query.execution_options(yield_per=_PAGE)) for encode, query in queries]
 
 
 _OF_GROUP = _queries(bindparam("grp"))
 _OF_HISTORY = _queries(None)
+
+
+Encoder = Callable[[Sequence[Any]], bytes]
+
+
+@functools.cache
+def plain_queries(dialect: SqlDialect) -> list[tuple[Encoder, str]]:
+    """The four sections' queries of one group as ``dialect``'s SQL text, its one parameter
+    the group: for a driver's own cursor (SQLite's writer, where SQLAlchemy's execution cost
+    more than the rows of a group commit of Place Bets)."""
+    return [(encode, str(query.compile(dialect=dialect))) for encode, query in _OF_GROUP]
+
+
+def content_of_rows(
+    sections: Iterable[tuple[Callable[[Sequence[Any]], bytes], Iterable[Any]]],
+) -> Content:
+    """The content hash of each section's rows as a driver hands them back, in order."""
+    content = Content()
+    for encode, rows in sections:
+        content.add_all([encode(row) for row in rows])
+    return content
 
 
 def commit_content(connection: Connection, grp: int | None) -> Content:

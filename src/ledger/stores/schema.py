@@ -241,7 +241,7 @@ bets = Table(
     CheckConstraint("amount >= 0 AND rake >= 0", name="bets_amounts"),
     Index("bets_pool", "pool_uid"),
     Index("bets_user", "user_uid"),
-    Index("bets_placed_commit", "placed_grp"),
+    Index("bets_placed_commit", "placed_grp", "uid"),
     # No index names a column a close changes (state, payout, closed_at): on Postgres a close
     # is then a heap-only update, the new version on the row's own page (fill factor 50,
     # migration 0014) and no index touched. Which bets are open lives in open_bets.

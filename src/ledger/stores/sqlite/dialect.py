@@ -161,7 +161,11 @@ class SqliteDialect:
         feed.seal_in_steps(connection, self, grp, count, at)
 
     def commit_content(self, connection: Connection, grp: int) -> Hashed:
-        return chain.commit_content(connection, grp)
+        # The driver's own cursor: a group commit's rows without SQLAlchemy's execution.
+        queries = chain.plain_queries(connection.dialect)
+        return chain.content_of_rows(
+            (encode, _run(connection, sql, (grp,))) for encode, sql in queries
+        )
 
     def seal_chain(self, connection: Connection, grp: int, content: Hashed, at: datetime) -> None:
         chain.seal_plain(connection, self, grp, content, at)

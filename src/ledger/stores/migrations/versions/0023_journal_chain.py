@@ -35,7 +35,7 @@ def upgrade() -> None:
     op.add_column("transactions", sa.Column("commit_grp", sa.BigInteger, nullable=True))
     op.add_column("bets", sa.Column("placed_grp", sa.BigInteger, nullable=True))
     op.create_index("transactions_commit", "transactions", ["commit_grp"])
-    op.create_index("bets_placed_commit", "bets", ["placed_grp"])
+    op.create_index("bets_placed_commit", "bets", ["placed_grp", "uid"])
     op.create_table(
         "bet_closes",
         sa.Column("grp", sa.BigInteger, primary_key=True, autoincrement=False),
