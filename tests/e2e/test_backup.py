@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 
 from support.faults import OPERATOR_AUTH, LedgerProcess, deposit, ledger_check, server_env
 from support.httpkit import PLACE, dumps, headers, ledger_command
@@ -139,6 +140,7 @@ def test_a_missing_database_is_not_copied(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_restore_rehearsal_backup_stop_restore_in_place_serve_balances_identical(
     tmp_path: Path,
 ) -> None:

@@ -132,6 +132,7 @@ def test_cli_start_compares_each_command_with_its_baseline(tmp_path: Path) -> No
     assert "ratio" in done.stdout
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_every_ablation_switch_reaches_the_mechanism_it_turns_off() -> None:
     """Each mechanism the ablation switches off is still where the switch replaces it."""
     ablation = benchmark("ablation")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from support.httpkit import free_port
 from support.readme import marked_block, run_block
 
@@ -30,6 +32,7 @@ def test_the_validate_token_block_accepts_both_tokens(tmp_path: Path) -> None:
     assert "FAIL" not in stdout, stdout
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_simulate_block_reconciles_a_platform_day_and_the_books_check(
     tmp_path: Path,
 ) -> None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from support.httpkit import free_port
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reconciliation.md"
@@ -24,6 +26,7 @@ def block_and_output() -> tuple[str, str]:
     return after[start:end], after[shown_start : after.index("\n```", shown_start)]
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_reconciliation_example_works_as_written_and_prints_what_it_shows(
     tmp_path: Path,
 ) -> None:

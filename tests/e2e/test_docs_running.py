@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from ledger.http.logs import fingerprint
 from support.httpkit import OPERATOR
 from support.readme import ROOT, marked_block, run_block
@@ -61,6 +63,7 @@ def test_operator_fingerprint_command_in_the_docs_matches_the_log() -> None:
     assert done.stdout.strip() == fingerprint(OPERATOR)
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_workers_block_serves_from_two_processes_and_stops_them_gracefully(
     tmp_path: Path,
 ) -> None:

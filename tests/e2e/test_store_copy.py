@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 import ledger
 from ledger.events import event_dict
@@ -76,6 +77,7 @@ def books(url: str) -> dict[str, Any]:
         }
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_a_sqlite_ledger_moves_whole_into_postgres_and_takes_new_writes(
     tmp_path: Path, postgres_url: str
 ) -> None:

@@ -426,6 +426,7 @@ def test_schemathesis_requests_breaking_the_schema_are_refused_and_change_nothin
     fuzz_schema_violations(server, EXAMPLES, MAX_ITEMS)
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_schemathesis_valid_requests_never_5xx_and_their_resends_change_nothing(
     server: LedgerProcess,
 ) -> None:

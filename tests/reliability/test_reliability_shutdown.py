@@ -102,6 +102,7 @@ def writer_held(store_url: str) -> Iterator[None]:
             pg.rollback()
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_a_flood_on_a_slowed_writer_is_answered_200_or_503_with_bounded_memory(
     tmp_path: Path, store_url: str
 ) -> None:

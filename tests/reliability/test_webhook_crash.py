@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 import ledger
 from ledger.stores.webhooks import WebhookTables
@@ -57,6 +58,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_a_sigkilled_server_resumes_from_its_cursor_losing_nothing_and_resending_one_batch(
     tmp_path: Path, store_url: str
 ) -> None:
@@ -93,6 +95,7 @@ def test_a_sigkilled_server_resumes_from_its_cursor_losing_nothing_and_resending
     assert starts == sorted(starts)
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_two_servers_on_one_postgres_send_one_at_a_time_and_the_survivor_takes_over(
     tmp_path: Path, postgres_url: str
 ) -> None:

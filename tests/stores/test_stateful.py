@@ -469,6 +469,7 @@ def _run(name: str, opener: Callable[[], tuple[ledger.Ledger, Callable[[], None]
     run_state_machine_as_test(machine, settings=settings.get_profile(f"stateful-{name}-{PROFILE}"))
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_sqlite_ledger_matches_the_model_after_every_step() -> None:
     def opener() -> tuple[ledger.Ledger, Callable[[], None]]:
         directory = tempfile.mkdtemp(prefix="ledger-stateful-")
@@ -478,6 +479,7 @@ def test_sqlite_ledger_matches_the_model_after_every_step() -> None:
     _run("sqlite", opener)
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_postgres_ledger_matches_the_model_after_every_step(
     postgres_cluster: PostgresCluster,
 ) -> None:

@@ -78,7 +78,9 @@ def close_staged(
     at = now()
     directory.record_seen(connection, dialect, seen, at)
     if describe_users:
-        directory.record_staged_users(connection, dialect, "close_stage", at)
+        directory.record_staged_users(
+            connection, dialect, "close_stage", at, distinct=one_user_each
+        )
     closing.discard(connection)
     return outcome
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Iterator, Sequence
-from itertools import chain
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain, islice
 from typing import Any
 
 # Rows per multi-row INSERT at most: past a few hundred, a statement saves nothing more.
@@ -48,3 +48,17 @@ def multi_row_insert(head: str, width: int, size: int, upsert: str | None) -> st
     row = f"({', '.join('?' * width)})"
     sql = f"{head} VALUES {', '.join([row] * size)}"
     return sql if upsert is None else f"{sql} {upsert}"
+
+
+def streamed_batches(
+    rows: Iterable[tuple[Any, ...]], size: int, rest: list[tuple[Any, ...]]
+) -> Iterator[tuple[Any, ...]]:
+    """The flattened parameters of each full batch of ``size`` of ``rows``, consumed as they
+    stream (for ``executemany`` of a ``size``-row INSERT); the rows after the last full batch
+    are left in ``rest``."""
+    flat, stream = chain.from_iterable, iter(rows)
+    while batch := list(islice(stream, size)):
+        if len(batch) < size:
+            rest.extend(batch)
+            return
+        yield tuple(flat(batch))
