@@ -405,3 +405,12 @@ def test_a_commit_that_fails_leaves_no_record_and_its_retry_chains_once(
     book.place_bets(P.place(P.entry(9)))  # the platform's re-send: unchanged
     assert len(records(book)) == 7
     assert verify(book) == (True, "", 0)
+
+
+def test_texts_that_json_escapes_chain_as_verify_recomputes_them(book: ledger.Ledger) -> None:
+    # Quotes, backslashes, control characters and separators beyond ASCII: Postgres's
+    # to_json must escape them exactly as the Python encoder verify runs does.
+    awkward = 'q"b\\s\tn\nc\x01\x1f d\x7f \u2028 é 東'
+    book.deposit('u"\\1', "EUR", "10.00", awkward)
+    book.withdraw('u"\\1', "EUR", "1.00", awkward + "-out")
+    assert verify(book) == (True, "", 0)

@@ -14,7 +14,7 @@ deliveries) is read.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -22,7 +22,9 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    Text,
     bindparam,
+    cast,
     func,
     insert,
     select,
@@ -30,6 +32,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Dialect as SqlDialect
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import NullType
 
 from ..integrity.canonical import (
@@ -39,7 +44,6 @@ from ..integrity.canonical import (
     Hashed,
     micros,
     record_hash,
-    row_encoder,
 )
 from .dialect import Dialect
 from .schema import bet_closes, bets, journal_chain, journal_head, postings, transactions
@@ -48,7 +52,8 @@ __all__ = [
     "ONE_STATEMENT",
     "ChainRecord",
     "commit_content",
-    "content_of_rows",
+    "content_of_pages",
+    "driver_pages",
     "head",
     "one_statement_parameters",
     "plain_queries",
@@ -131,22 +136,48 @@ def _of(column: Any, grp: int | None) -> ColumnElement[bool]:
     return result
 
 
-def _raw(fields: tuple[Any, ...]) -> list[Any]:
-    """The columns as the driver hands them back: no type's result processing (SQLAlchemy's
-    parsing of SQLite's timestamps was most of a million-row read); canonical.row_encoder
-    reads each kind."""
-    return [type_coerce(field, NullType()).label(field.name) for field in fields]
+class _MomentText(FunctionElement[str]):
+    """A moment column as the canonical form spells it, ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC:
+    SQLite holds that very text; Postgres spells its timestamptz so."""
+
+    type = Text()
+    inherit_cache = True
+    name = "moment_text"
 
 
-_T = row_encoder(b"T", "ittttm")
-_P = row_encoder(b"P", "iittiii")
-_B = row_encoder(b"B", "ititiitttm")
-_C = row_encoder(b"C", "ititm")
-_RAW_T, _RAW_P = _raw(TRANSACTION_FIELDS), _raw(POSTING_FIELDS)
-_RAW_B, _RAW_C = _raw(PLACED_FIELDS), _raw(CLOSED_FIELDS)
+@compiles(_MomentText, "sqlite")
+def _moment_text_sqlite(element: _MomentText, compiler: SQLCompiler, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))
 
 
-def _queries(grp: ColumnElement[Any] | None) -> list[tuple[Any, Any]]:
+@compiles(_MomentText, "postgresql")
+def _moment_text_postgres(element: _MomentText, compiler: SQLCompiler, **kw: Any) -> str:
+    moment = compiler.process(element.clauses, **kw)
+    return f"to_char({moment} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
+
+
+def _canonical(fields: tuple[Any, ...], kinds: str) -> list[Any]:
+    """The columns as the canonical form takes them, every value a text or NULL (``i`` an
+    integer, cast to its decimal text; ``t`` a text, as the driver hands it back; ``m`` a
+    moment, :class:`_MomentText`): a page of rows is then one JSON encoding, in C."""
+    spelled: list[Any] = []
+    for field, kind in zip(fields, kinds, strict=True):
+        if kind == "i":
+            spelled.append(cast(field, Text).label(field.name))
+        elif kind == "m":
+            spelled.append(_MomentText(field).label(field.name))
+        else:
+            spelled.append(type_coerce(field, NullType()).label(field.name))
+    return spelled
+
+
+_RAW_T = _canonical(TRANSACTION_FIELDS, "ittttm")
+_RAW_P = _canonical(POSTING_FIELDS, "iittiii")
+_RAW_B = _canonical(PLACED_FIELDS, "ititiitttm")
+_RAW_C = _canonical(CLOSED_FIELDS, "ititm")
+
+
+def _queries(grp: ColumnElement[Any] | None) -> list[tuple[str, Any]]:
     """The four sections' queries, for the group ``grp`` (a bound parameter) or the history
     (``None``). Built once: building Core statements cost more than a small commit's reads."""
     txn = transactions.c
@@ -169,55 +200,62 @@ def _queries(grp: ColumnElement[Any] | None) -> list[tuple[Any, Any]]:
         # The same order, read from bet_closes' key (grp, uid): no sort.
         closed_order = bet_closes.c.uid
     queries = [
-        (_T, select(*_RAW_T).where(of(txn.commit_grp)).order_by(txn.id)),
+        ("T", select(*_RAW_T).where(of(txn.commit_grp)).order_by(txn.id)),
         (
-            _P,
+            "P",
             select(*_RAW_P)
             .select_from(postings.join(transactions, transactions.c.id == postings.c.txn_id))
             .where(of(txn.commit_grp))
             .order_by(postings.c.id),
         ),
-        (_B, select(*_RAW_B).where(of(bets.c.placed_grp)).order_by(bets.c.uid)),
-        (_C, closed.order_by(closed_order)),
+        ("B", select(*_RAW_B).where(of(bets.c.placed_grp)).order_by(bets.c.uid)),
+        ("C", closed.order_by(closed_order)),
     ]
-    return [(encode, query.execution_options(yield_per=_PAGE)) for encode, query in queries]
+    return [(tag, query.execution_options(yield_per=_PAGE)) for tag, query in queries]
 
 
 _OF_GROUP = _queries(bindparam("grp"))
 _OF_HISTORY = _queries(None)
 
 
-Encoder = Callable[[Sequence[Any]], bytes]
-
-
 @functools.cache
-def plain_queries(dialect: SqlDialect) -> list[tuple[Encoder, str]]:
+def plain_queries(dialect: SqlDialect) -> list[tuple[str, str]]:
     """The four sections' queries of one group as ``dialect``'s SQL text, its one parameter
-    the group: for a driver's own cursor (SQLite's writer, where SQLAlchemy's execution cost
-    more than the rows of a group commit of Place Bets)."""
-    return [(encode, str(query.compile(dialect=dialect))) for encode, query in _OF_GROUP]
+    the group, each with its tag: for a driver's own cursor (SQLite's writer, where
+    SQLAlchemy's execution cost more than the rows of a group commit of Place Bets)."""
+    return [(tag, str(query.compile(dialect=dialect))) for tag, query in _OF_GROUP]
 
 
-def content_of_rows(
-    sections: Iterable[tuple[Callable[[Sequence[Any]], bytes], Iterable[Any]]],
-) -> Content:
-    """The content hash of each section's rows as a driver hands them back, in order."""
+def driver_pages(cursor: Any) -> Iterator[list[Any]]:
+    """A driver cursor's rows (tuples), a page at a time."""
+    while page := cursor.fetchmany(_PAGE):
+        yield page
+
+
+def content_of_pages(sections: Iterable[tuple[str, Iterable[Sequence[Any]]]]) -> Content:
+    """The content hash of each section's rows (tuples of texts and ``None``, as the queries
+    above give them) in pages, the sections in order."""
     content = Content()
-    for encode, rows in sections:
-        content.add_all([encode(row) for row in rows])
+    for tag, pages in sections:
+        content.add_section(tag, pages)
     return content
 
 
 def commit_content(connection: Connection, grp: int | None) -> Content:
     """The content hash of the rows commit ``grp`` wrote (``None``: the history before the
     chain), read in canonical order."""
-    content = Content()
-    add = content.add_encoded
     queries, parameters = (_OF_HISTORY, {}) if grp is None else (_OF_GROUP, {"grp": grp})
-    for encode, query in queries:
-        for row in connection.execute(query, parameters):
-            add(encode(row))
-    return content
+    return content_of_pages(
+        (
+            tag,
+            # SQLAlchemy's rows are not tuples: the encoder takes tuples.
+            (
+                [tuple(row) for row in page]
+                for page in connection.execute(query, parameters).partitions()
+            ),
+        )
+        for tag, query in queries
+    )
 
 
 # SQLite's record: three statements of plain SQL (the cheapest way; one writer holds the lock).

@@ -14,38 +14,28 @@ from ...integrity.canonical import Digest
 
 __all__ = ["commit_digest"]
 
-NULL = "'\\x00'::bytea"
-
 
 def _integer(expression: str) -> str:
-    text = f"({expression})::text"
-    return (
-        f"CASE WHEN {expression} IS NULL THEN {NULL} ELSE "
-        f"'\\x01'::bytea || int4send(length({text})) || convert_to({text}, 'UTF8') END"
-    )
+    # A JSON string of the decimal digits (NULL stays NULL through ||, then 'null').
+    return f"""coalesce('"' || ({expression})::text || '"', 'null')"""
 
 
 def _text(expression: str) -> str:
-    raw = f"convert_to({expression}, 'UTF8')"
-    return (
-        f"CASE WHEN {expression} IS NULL THEN {NULL} ELSE "
-        f"'\\x02'::bytea || int4send(octet_length({raw})) || {raw} END"
-    )
+    # to_json escapes exactly what JSON requires, as the Python encoder does.
+    return f"coalesce(to_json({expression})::text, 'null')"
 
 
 def _moment(expression: str) -> str:
-    # Postgres 14 and later: extract(epoch ...) is an exact numeric.
-    return _integer(f"round(extract(epoch FROM {expression}) * 1000000)::bigint")
+    return _integer(f"to_char({expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')")
 
 
-def _row(tag: str, values: list[str]) -> str:
-    return f"'\\x{ord(tag):02x}'::bytea || " + " || ".join(values)
+def _row(values: list[str]) -> str:
+    return "'[' || " + " || ',' || ".join(values) + " || ']'"
 
 
 _SECTIONS = {
     "t": (
         _row(
-            "T",
             [
                 _integer("t.id"),
                 _text("t.idempotency_key"),
@@ -60,7 +50,6 @@ _SECTIONS = {
     ),
     "p": (
         _row(
-            "P",
             [
                 _integer("p.id"),
                 _integer("p.txn_id"),
@@ -76,7 +65,6 @@ _SECTIONS = {
     ),
     "b": (
         _row(
-            "B",
             [
                 _integer("b.uid"),
                 _text("b.user_uid"),
@@ -95,7 +83,6 @@ _SECTIONS = {
     ),
     "c": (
         _row(
-            "C",
             [
                 _integer("b.uid"),
                 _text("b.state"),
@@ -110,18 +97,18 @@ _SECTIONS = {
 }
 
 _SECTION = (
-    "{name} AS (SELECT string_agg({row}, ''::bytea ORDER BY {order}) AS bytes, "
-    "count(*) AS n FROM {source})"
+    "{name} AS (SELECT '{tag}[' || coalesce(string_agg({row}, ',' ORDER BY {order}), '') "
+    "|| ']' AS text, count(*) AS n FROM {source})"
 )
 _ALL = (
-    " SELECT sha256(coalesce(t.bytes, '') || coalesce(p.bytes, '') || coalesce(b.bytes, '') "
-    "|| coalesce(c.bytes, '')), t.n + p.n + b.n + c.n FROM t, p, b, c"
+    " SELECT sha256(convert_to(t.text || p.text || b.text || c.text, 'UTF8')), "
+    "t.n + p.n + b.n + c.n FROM t, p, b, c"
 )
 # Built from the constants above: no input in it.
 DIGEST = (
     "WITH "
     + ", ".join(
-        _SECTION.format(name=name, row=row, order=order, source=source)
+        _SECTION.format(name=name, tag=name.upper(), row=row, order=order, source=source)
         for name, (row, order, source) in _SECTIONS.items()
     )
     + _ALL

@@ -163,8 +163,8 @@ class SqliteDialect:
     def commit_content(self, connection: Connection, grp: int) -> Hashed:
         # The driver's own cursor: a group commit's rows without SQLAlchemy's execution.
         queries = chain.plain_queries(connection.dialect)
-        return chain.content_of_rows(
-            (encode, _run(connection, sql, (grp,))) for encode, sql in queries
+        return chain.content_of_pages(
+            (tag, chain.driver_pages(_run(connection, sql, (grp,)))) for tag, sql in queries
         )
 
     def seal_chain(self, connection: Connection, grp: int, content: Hashed, at: datetime) -> None:
