@@ -5,10 +5,11 @@ that chains it to the one before.
 Every value is a JSON string or ``null``: an integer as its decimal digits (``-`` first when
 negative, no leading zeros), a text as itself, a moment as ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC.
 A row is the JSON array of its values in a fixed order; a section is a tag letter followed by
-the JSON array of its rows, in id order; the content is the sections in this order:
+the JSON array of its rows, in id order (uid for bets); the content is the sections in this order:
 
 - ``T`` the transactions: id, idempotency key, kind, user, reference, created at;
-- ``P`` the postings: id, transaction id, account, currency, amount, bet uid, balance after;
+- ``P`` the postings (by transaction id, then id): id, transaction id, account, currency,
+  amount, bet uid, balance after;
 - ``B`` the bets placed: uid, user, pool, currency, amount, rake, funding, ticket, request
   uuid, placed at;
 - ``C`` the bets closed: uid, state, payout, payout currency, closed at.

@@ -206,7 +206,9 @@ def _queries(grp: ColumnElement[Any] | None) -> list[tuple[str, Any]]:
             select(*_RAW_P)
             .select_from(postings.join(transactions, transactions.c.id == postings.c.txn_id))
             .where(of(txn.commit_grp))
-            .order_by(postings.c.id),
+            # By transaction, then id: the transactions' index hands them over in that order
+            # (by id alone, SQLite sorted a close's postings: 0.49 against 0.38 s at 220,000).
+            .order_by(txn.id, postings.c.id),
         ),
         ("B", select(*_RAW_B).where(of(bets.c.placed_grp)).order_by(bets.c.uid)),
         ("C", closed.order_by(closed_order)),

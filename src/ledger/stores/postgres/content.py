@@ -60,7 +60,7 @@ _SECTIONS = {
                 _integer("p.balance_after"),
             ],
         ),
-        "p.id",
+        "t.id, p.id",
         "postings p JOIN transactions t ON t.id = p.txn_id WHERE t.commit_grp = %(grp)s",
     ),
     "b": (
