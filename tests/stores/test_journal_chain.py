@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Connection, create_engine, select, text, update
 
 import ledger
+from ledger import writer
 from ledger.errors import LedgerError
 from ledger.integrity import merkle
 from ledger.integrity.canonical import GENESIS, record_hash
@@ -413,4 +414,18 @@ def test_texts_that_json_escapes_chain_as_verify_recomputes_them(book: ledger.Le
     awkward = 'q"b\\s\tn\nc\x01\x1f d\x7f \u2028 é 東'
     book.deposit('u"\\1', "EUR", "10.00", awkward)
     book.withdraw('u"\\1', "EUR", "1.00", awkward + "-out")
+    assert verify(book) == (True, "", 0)
+
+
+def test_a_batch_whose_every_command_is_refused_adds_no_record(book: ledger.Ledger) -> None:
+    scenario(book)
+    before = records(book)
+    group = book.writer
+    assert isinstance(group, writer.GroupCommit)
+    # No funds: each Place Bet is refused in its savepoint; the batch commits its refusals'
+    # delivery rows and no money, so its commit is no record (the rows come to none).
+    commands = [book._place_command(P.place(P.entry(uid, user="broke"))) for uid in (40, 41)]
+    answers = group.apply_now(commands)
+    assert all(isinstance(answer, BaseException) or not answer[0] for answer in answers)
+    assert records(book) == before
     assert verify(book) == (True, "", 0)

@@ -2,13 +2,14 @@
 under the head row's lock, and the records read in order (ledger.integrity.canonical says what
 the bytes are; docs/integrity.md says it for an independent implementation).
 
-Invariant: a unit of work that wrote transactions or bets appends exactly one record, as its
+Invariant: a unit of work that leaves transactions or bets written appends one record, as its
 last statements before COMMIT and after the event feed's seal (:mod:`.events`), so records
 follow commit order: the ``journal_head`` row's lock (Postgres) is held from its update to the
-commit, and SQLite has one writer. The content is read back from the rows the unit of work wrote
-(those naming its group) before any lock is taken; the same function recomputes it for
-``ledger verify``, so what is sealed is exactly what a verifier reads. Nothing prunable (events,
-deliveries) is read.
+commit, and SQLite has one writer. The content is computed from the rows the unit of work wrote
+(those naming its group) before any lock is taken: on SQLite by :func:`commit_content`'s
+queries, the ones ``ledger verify`` runs, so what is sealed is exactly what a verifier reads;
+on Postgres by the same bytes built in SQL (:mod:`.postgres.content`), which every verify checks
+against these queries. Nothing prunable (events, deliveries) is read.
 """
 
 from __future__ import annotations
@@ -64,18 +65,24 @@ __all__ = [
     "size",
 ]
 
-# Postgres: the head moved on and the record inserted in one statement, the record's hash
-# computed by the database (sha256 of the leaf prefix and the record's bytes, as
-# ledger.integrity.canonical.record_hash), so it can be queued with the COMMIT: no round trip
-# while the head's lock is held. Every expression in SET reads the head's old values.
+# Postgres: the head moved on and the record inserted in one statement, the content's hash
+# and row count read from the setting the content's statement left
+# (ledger.stores.postgres.content), the record's hash computed by the database (sha256 of the
+# leaf prefix and the record's bytes, as ledger.integrity.canonical.record_hash): queued with
+# the COMMIT, no round trip while the head's lock is held. No record when the commit's rows
+# came to none (every command of its batch refused). Every expression in SET reads the head's
+# old values.
 ONE_STATEMENT = (
-    "WITH h AS (UPDATE journal_head SET seq = seq + 1, prev_hash = record_hash, "
+    "WITH c AS (SELECT decode(split_part(v, ':', 1), 'hex') AS digest, "
+    "split_part(v, ':', 2)::bigint AS n "
+    "FROM (SELECT current_setting('ledger.chain_content') AS v) AS setting), "
+    "h AS (UPDATE journal_head SET seq = seq + 1, prev_hash = record_hash, "
     "record_hash = encode(sha256('\\x00'::bytea || %s::bytea || int8send(seq + 1) "
-    "|| decode(record_hash, 'hex') || %s::bytea || int8send(%s::bigint)), 'hex') "
-    "WHERE id = 1 RETURNING seq, prev_hash, record_hash) "
+    "|| decode(record_hash, 'hex') || c.digest || int8send(%s::bigint)), 'hex') "
+    "FROM c WHERE id = 1 AND c.n > 0 RETURNING seq, prev_hash, record_hash, c.digest, c.n) "
     "INSERT INTO journal_chain "
     "(seq, grp, prev_hash, content_hash, record_hash, committed_at, row_count) "
-    "SELECT seq, %s, prev_hash, %s, record_hash, %s, %s FROM h"
+    "SELECT seq, %s, prev_hash, encode(digest, 'hex'), record_hash, %s, n FROM h"
 )
 
 _PAGE = 10_000
@@ -328,10 +335,9 @@ def seal_in_steps(
     return ChainRecord(seq, grp, prev, digest, record, at, content.rows)
 
 
-def one_statement_parameters(grp: int | None, content: Hashed, at: datetime) -> tuple[Any, ...]:
-    """The parameters of :data:`ONE_STATEMENT` for commit ``grp``."""
-    digest = content.digest()
-    return (RECORD_PREFIX, digest, micros(at), grp, digest.hex(), at, content.rows)
+def one_statement_parameters(grp: int, at: datetime) -> tuple[Any, ...]:
+    """The parameters of :data:`ONE_STATEMENT` for commit ``grp``, committed ``at``."""
+    return (RECORD_PREFIX, micros(at), grp, at)
 
 
 def _record(row: Any) -> ChainRecord:

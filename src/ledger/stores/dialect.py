@@ -92,14 +92,18 @@ class Dialect(Protocol):
         (:func:`ledger.stores.events.seal`)."""
         ...
 
-    def commit_content(self, connection: Connection, grp: int) -> Hashed:
+    def commit_content(self, connection: Connection, grp: int) -> Hashed | None:
         """The content hash of the rows commit ``grp`` wrote (:mod:`ledger.stores.chain`),
-        read before any lock is taken."""
+        computed before any lock is taken; ``None`` when the database computes it for the
+        record's statement (Postgres, :mod:`ledger.stores.postgres.content`)."""
         ...
 
-    def seal_chain(self, connection: Connection, grp: int, content: Hashed, at: datetime) -> None:
-        """Append the journal chain's record of commit ``grp`` (its rows' ``content``),
-        committed ``at``: after :meth:`seal_events`, before commit (:mod:`ledger.stores.chain`)."""
+    def seal_chain(
+        self, connection: Connection, grp: int, content: Hashed | None, at: datetime
+    ) -> None:
+        """Append the journal chain's record of commit ``grp`` (its rows' ``content``, as
+        :meth:`commit_content` gave it), committed ``at``, unless its rows came to none: after
+        :meth:`seal_events`, before commit (:mod:`ledger.stores.chain`)."""
         ...
 
     def translate(self, error: SQLAlchemyError) -> LedgerError:

@@ -171,22 +171,20 @@ class SqlUnitOfWork:
     def commit(self) -> None:
         count = self._event_count
         with self._store.translate_errors():
+            grp, chained = self._event_group, self._chained
             content = None
-            if self._chained:
-                assert self._event_group is not None
-                # Read back before any lock is taken: what the record seals is what a verifier
-                # reads (ledger.stores.chain).
-                self._dialect.send_queued(self._conn)
-                content = self._dialect.commit_content(self._conn, self._event_group)
+            if chained:
+                assert grp is not None
+                # Computed before any lock is taken, by the queries a verifier runs
+                # (ledger.stores.chain).
+                content = self._dialect.commit_content(self._conn, grp)
             if count:
                 # The last statement before commit: it orders the ids (ledger.stores.events).
-                assert self._event_group is not None
-                feed.seal(self._conn, self._dialect, self._event_group, count)
-            if content is not None and content.rows:
-                assert self._event_group is not None
-                self._dialect.seal_chain(
-                    self._conn, self._event_group, content, self._store.clock()
-                )
+                assert grp is not None
+                feed.seal(self._conn, self._dialect, grp, count)
+            if chained:
+                assert grp is not None
+                self._dialect.seal_chain(self._conn, grp, content, self._store.clock())
             self._conn.commit()
         self._committed = True
         self._event_group, self._event_count, self._chained = None, 0, False

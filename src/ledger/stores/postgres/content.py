@@ -1,6 +1,7 @@
 """A commit's content hash computed by Postgres: the canonical bytes of its rows
 (ledger.integrity.canonical, docs/integrity.md) built and hashed in SQL, so that a set-based
-close's million rows never pass through Python, and a Place Bet's batch costs one statement.
+close's million rows never pass through Python, and a Place Bet's batch costs one statement
+queued with its COMMIT (no round trip of its own).
 
 Invariant: the bytes are those of :func:`ledger.stores.chain.commit_content`, which ``ledger
 verify`` runs in Python: every verify of a Postgres journal checks this SQL against it.
@@ -10,9 +11,9 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
-from ...integrity.canonical import Digest
+from .pipeline import defer
 
-__all__ = ["commit_digest"]
+__all__ = ["STAGE", "stage_content"]
 
 
 def _integer(expression: str) -> str:
@@ -100,12 +101,15 @@ _SECTION = (
     "{name} AS (SELECT '{tag}[' || coalesce(string_agg({row}, ',' ORDER BY {order}), '') "
     "|| ']' AS text, count(*) AS n FROM {source})"
 )
+# The content's hash and row count, kept in a transaction-local setting for the record's
+# statement (ledger.stores.chain.ONE_STATEMENT) that follows it in the same round trip.
 _ALL = (
-    " SELECT sha256(convert_to(t.text || p.text || b.text || c.text, 'UTF8')), "
-    "t.n + p.n + b.n + c.n FROM t, p, b, c"
+    " SELECT set_config('ledger.chain_content', encode(sha256(convert_to(t.text || p.text "
+    "|| b.text || c.text, 'UTF8')), 'hex') || ':' || (t.n + p.n + b.n + c.n), true) "
+    "FROM t, p, b, c"
 )
 # Built from the constants above: no input in it.
-DIGEST = (
+STAGE = (
     "WITH "
     + ", ".join(
         _SECTION.format(name=name, tag=name.upper(), row=row, order=order, source=source)
@@ -115,7 +119,8 @@ DIGEST = (
 )
 
 
-def commit_digest(connection: Connection, grp: int) -> Digest:
-    """The content hash of commit ``grp``'s rows, and how many there are, from Postgres."""
-    row = connection.exec_driver_sql(DIGEST, {"grp": grp}).one()
-    return Digest(bytes(row[0]), int(row[1]))
+def stage_content(connection: Connection, grp: int) -> None:
+    """Queue the statement that computes commit ``grp``'s content hash in the database, to
+    run after the writes queued before it and before the locks the commit's last statements
+    take (the event counter's, the chain head's)."""
+    defer(connection, STAGE, {"grp": grp})

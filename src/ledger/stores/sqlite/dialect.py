@@ -160,15 +160,18 @@ class SqliteDialect:
     def seal_events(self, connection: Connection, grp: int, count: int, at: datetime) -> None:
         feed.seal_in_steps(connection, self, grp, count, at)
 
-    def commit_content(self, connection: Connection, grp: int) -> Hashed:
+    def commit_content(self, connection: Connection, grp: int) -> Hashed | None:
         # The driver's own cursor: a group commit's rows without SQLAlchemy's execution.
         queries = chain.plain_queries(connection.dialect)
         return chain.content_of_pages(
             (tag, chain.driver_pages(_run(connection, sql, (grp,)))) for tag, sql in queries
         )
 
-    def seal_chain(self, connection: Connection, grp: int, content: Hashed, at: datetime) -> None:
-        chain.seal_plain(connection, self, grp, content, at)
+    def seal_chain(
+        self, connection: Connection, grp: int, content: Hashed | None, at: datetime
+    ) -> None:
+        if content is not None and content.rows:
+            chain.seal_plain(connection, self, grp, content, at)
 
     def timestamp(self, moment: datetime) -> Any:
         # The text form SQLAlchemy's SQLite DateTime type reads back (UTC, no zone suffix): the
