@@ -17,6 +17,7 @@ __all__ = [
     "BetConflict",
     "BetNotFound",
     "CapacityExceeded",
+    "CheckpointNotFound",
     "Forbidden",
     "InsufficientFunds",
     "InvalidAmount",
@@ -157,6 +158,13 @@ class TournamentNotFound(LedgerError):
     """An operator asked about a tournament no payload and no bet named."""
 
     key = "tournament.not_found"
+    status = 404
+
+
+class CheckpointNotFound(LedgerError):
+    """No checkpoint of the journal has been signed yet (docs/integrity.md)."""
+
+    key = "checkpoint.not_found"
     status = 404
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "BET_PLACED",
     "BET_REFUNDED",
     "BET_SETTLED",
+    "CHECKPOINT",
     "DEFAULT_RETENTION_DAYS",
     "DEPOSIT",
     "EXCLUSION_ENDED",
@@ -62,6 +63,7 @@ __all__ = [
     "Event",
     "EventPage",
     "EventRow",
+    "checkpoint_row",
     "closed_rows",
     "event_dict",
     "event_text",
@@ -85,6 +87,7 @@ WITHDRAWAL = "withdrawal"
 LIMIT_CHANGED = "limit.changed"
 USER_EXCLUDED = "user.excluded"
 EXCLUSION_ENDED = "user.exclusion_ended"
+CHECKPOINT = "journal.checkpoint"
 TYPES = (
     BET_PLACED,
     BET_REFUNDED,
@@ -94,6 +97,7 @@ TYPES = (
     LIMIT_CHANGED,
     USER_EXCLUDED,
     EXCLUSION_ENDED,
+    CHECKPOINT,
 )
 
 # Like the delivery journal: seamless-wallet providers keep transaction records four months.
@@ -337,3 +341,15 @@ def excluded_row(user: str, until: str | None) -> EventRow:
     return EventRow(
         USER_EXCLUDED, user, None, None, "", 0, None, None, None, until or "indefinite", None
     )
+
+
+# The longest signed note an event carries (its reference column).
+NOTE_ROOM = 300
+
+
+def checkpoint_row(note: str) -> EventRow:
+    """The ``journal.checkpoint`` row of a signed checkpoint: ``note`` in full (its second
+    line is the tree's size), no user, no money."""
+    if len(note) > NOTE_ROOM:
+        raise ValueError(f"a checkpoint's note is {NOTE_ROOM} characters at most")
+    return EventRow(CHECKPOINT, "", None, None, "", 0, None, None, None, note, None)

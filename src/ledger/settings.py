@@ -109,6 +109,11 @@ class Settings:
     limit_cooling_off: timedelta = DEFAULT_LIMIT_COOLING_OFF
     # Signed webhooks (ledger.webhooks): LEDGER_WEBHOOKS, JSON inline or a file's path.
     webhooks: WebhookConfig | None = None
+    # Signed checkpoints of the journal (docs/integrity.md): the signing key file's path; a
+    # checkpoint every interval (seconds) when something was committed, appended to the file.
+    signing_key: str | None = None
+    checkpoint_interval: float = 60.0
+    checkpoint_file: str | None = None
     # What this deployment is (development, staging, production), reported by /health so that
     # tools which write test data (the conformance kit) can refuse to run against production.
     environment: str | None = None
@@ -185,6 +190,8 @@ class Settings:
             raise SettingsError("LEDGER_WRITER_MAX_QUEUE and LEDGER_WRITER_MAX_WAIT: must be > 0")
         if self.delivery_retention_days < 1:
             raise SettingsError("LEDGER_DELIVERY_RETENTION_DAYS: must be at least 1")
+        if not self.checkpoint_interval > 0:
+            raise SettingsError("LEDGER_CHECKPOINT_INTERVAL: must be above 0 seconds")
         if self.event_retention_days < 1:
             raise SettingsError("LEDGER_EVENT_RETENTION_DAYS: must be at least 1")
         if self.shutdown_timeout <= 0:
@@ -247,12 +254,19 @@ class Settings:
             ("LEDGER_EVENT_RETENTION_DAYS", "event_retention_days", int),
             ("LEDGER_HASH_THREADS", "hash_threads", int),
             ("LEDGER_EVENT_WAITERS", "event_waiters", int),
+            ("LEDGER_CHECKPOINT_INTERVAL", "checkpoint_interval", float),
         ):
             if (raw := get(name)) is not None:
                 try:
                     options[key] = kind(raw)
                 except ValueError:
                     raise SettingsError(f"{name}={raw!r}: expected a number") from None
+        for name, key in (
+            ("LEDGER_SIGNING_KEY", "signing_key"),
+            ("LEDGER_CHECKPOINT_FILE", "checkpoint_file"),
+        ):
+            if raw := get(name):
+                options[key] = raw
         if (journal := get("LEDGER_DELIVERY_JOURNAL")) is not None:
             if journal.lower() not in ("on", "off"):
                 raise SettingsError(f"LEDGER_DELIVERY_JOURNAL={journal!r}: expected on or off")

@@ -37,9 +37,9 @@ SEQUENCES = {
     "delivery_ids": ("deliveries", "id"),
     "event_groups": ("events", "grp"),
 }
-# The event feed's counter: one row a new schema already holds (its last id, 0), replaced by the
-# source's.
-COUNTERS = ("event_counter",)
+# The event feed's counter and the journal chain's head: one row a new schema already holds,
+# replaced by the source's.
+COUNTERS = ("event_counter", "journal_head")
 # Columns whose ids Postgres assigns itself (a sequence of their own).
 SERIALS = (("postings", "id"), ("operator_audit", "id"))
 
@@ -142,6 +142,13 @@ def _aware(value: Any) -> Any:
 def _move_sequences(connection: Connection) -> None:
     for sequence, (table, column) in SEQUENCES.items():
         _set(connection, f"'{sequence}'", table, column)
+    # A group the journal's chain names is never drawn again, though its events were pruned.
+    connection.execute(
+        text(
+            "SELECT setval('event_groups', greatest((SELECT last_value FROM event_groups), "
+            "coalesce((SELECT max(grp) FROM journal_chain), 0) + 1), false)"
+        )
+    )
     for table, column in SERIALS:
         _set(connection, f"pg_get_serial_sequence('{table}', '{column}')", table, column)
 

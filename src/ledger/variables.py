@@ -58,6 +58,9 @@ KNOWN: tuple[str, ...] = (
     "LEDGER_STALE_HOLD_DAYS",
     "LEDGER_LIMIT_COOLING_OFF",
     "LEDGER_WEBHOOKS",
+    "LEDGER_SIGNING_KEY",
+    "LEDGER_CHECKPOINT_INTERVAL",
+    "LEDGER_CHECKPOINT_FILE",
     # The conformance kit's.
     "LEDGER_TICKETS_URL",
     # The tests' and benchmarks' own: set on a developer's machine, so not unknown there either.

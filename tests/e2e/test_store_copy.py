@@ -102,6 +102,9 @@ def test_a_sqlite_ledger_moves_whole_into_postgres_and_takes_new_writes(
         assert book.events(0, limit=1000).events[-1].id == before["events"][-1]["id"] + 2
     checked = cli("check", "--db", postgres_url, cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+    # The journal's chain came along, and the new commits extend it.
+    verified = cli("verify", "--db", postgres_url, cwd=tmp_path)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
     listed = cli("operators", "list", "--db", postgres_url, cwd=tmp_path)
     assert "alice" in listed.stdout, listed.stdout + listed.stderr
 

@@ -35,6 +35,7 @@ RANK = {
     "ledger.directory": 5,
     "ledger.deliveries": 5,
     "ledger.events": 5,
+    "ledger.integrity": 5,
     "ledger.money": 6,
     "ledger.errors": 6,
     "ledger._process": 6,

@@ -62,6 +62,12 @@ COMMANDS: dict[str, _Entry] = {
         None,
         "Verify the journal's invariants; exit 1 with a report when one fails.",
     ),
+    "checkpoint": _Entry(
+        "ledger.cli.journal",
+        "checkpoint",
+        None,
+        "Sign a checkpoint of the journal's tree now; keep it in the database (and --out).",
+    ),
     "db": _Entry(
         "ledger.cli.db",
         "db",
@@ -101,6 +107,7 @@ COMMANDS: dict[str, _Entry] = {
         None,
         "Show the house accounts per currency, and what the house earned over a period.",
     ),
+    "keys": _Entry("ledger.cli.journal", "keys", None, "The checkpoint signing key."),
     "limits": _Entry(
         "ledger.cli.limits",
         "limits",
@@ -112,6 +119,12 @@ COMMANDS: dict[str, _Entry] = {
         "operators",
         None,
         "Console operators: add, list, disable, set a password.",
+    ),
+    "prove": _Entry(
+        "ledger.cli.journal",
+        "prove",
+        None,
+        "The bet's commits and the proof of each in the latest signed checkpoint.",
     ),
     "reconcile": _Entry(
         "ledger.cli.reconcile",
@@ -179,6 +192,18 @@ COMMANDS: dict[str, _Entry] = {
         "validate_token",
         "kit",
         "Check TOKEN like the hosted validator: signature, algorithm, expiry, required claims.",
+    ),
+    "verify": _Entry(
+        "ledger.cli.journal",
+        "verify",
+        None,
+        "Recompute the journal's chain, tree and balances; exit 1 naming the first difference.",
+    ),
+    "verify-proof": _Entry(
+        "ledger.cli.journal",
+        "verify_proof",
+        None,
+        "Check a proof written by ``ledger prove --json`` against its signed checkpoint.",
     ),
     "webhooks": _Entry(
         "ledger.cli.webhooks",

@@ -16,6 +16,7 @@ from litestar.types import ASGIApp
 from ..service import Ledger
 from ..settings import Settings
 from .callbacks import callback_handlers, callback_routes
+from .checkpointing import CheckpointSigner
 from .console import console_handlers, console_templates
 from .errors import EXCEPTION_HANDLERS
 from .openapi import openapi_assets, openapi_config
@@ -95,6 +96,9 @@ def create_app(
         from .webhooks import server_sender
 
         senders = [sender] if (sender := server_sender(runtime)) else []
+    # Signed checkpoints of the journal, with a signing key (docs/integrity.md).
+    key = settings.signing_key
+    signers = [CheckpointSigner(runtime, key)] if key is not None else []
     route_handlers: list[Any] = [
         *callback_handlers(runtime),
         operator_router(runtime),
@@ -106,8 +110,16 @@ def create_app(
         route_handlers=route_handlers,
         exception_handlers=EXCEPTION_HANDLERS,
         template_config=console_templates(),
-        on_startup=[runtime.startup, *(sender.start for sender in senders)],
-        on_shutdown=[*(sender.stop for sender in senders), runtime.shutdown],
+        on_startup=[
+            runtime.startup,
+            *(sender.start for sender in senders),
+            *(signer.start for signer in signers),
+        ],
+        on_shutdown=[
+            *(signer.stop for signer in signers),
+            *(sender.stop for sender in senders),
+            runtime.shutdown,
+        ],
         # Litestar's 10 MB default is far too small for a settle of a million participants.
         request_max_body_size=settings.max_body_bytes,
         openapi_config=openapi_config(

@@ -67,6 +67,7 @@ ERRORS: dict[str, tuple[int, str]] = {
     "auth.ip_forbidden": (403, "address 192.0.2.1 is not allowed"),
     "operator.disabled": (403, "the operator API is disabled: set LEDGER_OPERATOR_TOKEN"),
     "bet.not_found": (404, "bet 1001 is unknown"),
+    "checkpoint.not_found": (404, "no checkpoint has been signed yet"),
     "user.not_found": (404, "user u1 is unknown"),
     "tournament.not_found": (404, "tournament 7 is unknown"),
     "bet.conflict": (409, "bet 1001 is already recorded with other amounts"),

@@ -12,6 +12,7 @@ memory; the proofs are computed from a function that answers a leaf hash by inde
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 
@@ -95,9 +96,18 @@ def _subtree(leaf_at: LeafAt, start: int, end: int) -> bytes:
     return builder.root()
 
 
-def inclusion_proof(leaf_at: LeafAt, index: int, size: int) -> list[bytes]:
+def inclusion_proof(
+    leaf_at: LeafAt,
+    index: int,
+    size: int,
+    subtree: Callable[[int, int], bytes] | None = None,
+) -> list[bytes]:
     """The audit path of leaf ``index`` in the tree of the first ``size`` leaves (RFC 6962
-    section 2.1.1, ``PATH(m, D[n])``), nearest the leaf first. ``leaf_at(i)``: leaf hash ``i``."""
+    section 2.1.1, ``PATH(m, D[n])``), nearest the leaf first. ``leaf_at(i)``: leaf hash ``i``;
+    ``subtree(start, end)``, when given, answers the hash of leaves ``[start, end)`` instead of
+    hashing them from ``leaf_at`` (a store that keeps complete subtrees)."""
+    if subtree is None:
+        subtree = functools.partial(_subtree, leaf_at)
     if not 0 <= index < size:
         raise ValueError(f"leaf {index} is not in a tree of {size}")
     path: list[bytes] = []
@@ -105,10 +115,10 @@ def inclusion_proof(leaf_at: LeafAt, index: int, size: int) -> list[bytes]:
     while end - start > 1:
         k = _split(end - start)
         if index - start < k:
-            path.append(_subtree(leaf_at, start + k, end))
+            path.append(subtree(start + k, end))
             end = start + k
         else:
-            path.append(_subtree(leaf_at, start, start + k))
+            path.append(subtree(start, start + k))
             start += k
     path.reverse()
     return path

@@ -19,7 +19,7 @@ from sqlalchemy import Connection
 from ..domain import Bet, BetState
 from .base import Retry
 from .dialect import Dialect
-from .schema import bets, open_bets
+from .schema import bet_closes, bets, open_bets
 
 __all__ = ["BET_COLUMNS", "add_bets", "close_bets", "json_object"]
 
@@ -38,13 +38,15 @@ BET_COLUMNS = (
     "request_uuid",
     "secrets",
     "placed_at",
+    "placed_grp",
 )
 
 
 def add_bets(
-    connection: Connection, dialect: Dialect, new_bets: Sequence[Bet], at: datetime
+    connection: Connection, dialect: Dialect, new_bets: Sequence[Bet], at: datetime, grp: int
 ) -> None:
-    """Write ``new_bets``, placed ``at``; those still placed are open holds until closed."""
+    """Write ``new_bets``, placed ``at`` by commit ``grp`` (:mod:`ledger.stores.chain`); those
+    still placed are open holds until closed."""
     now = dialect.timestamp(at)
     # Bets of one request share their secrets: serialise them once, not once per bet.
     dumped: dict[int, str] = {}
@@ -70,6 +72,7 @@ def add_bets(
                 bet.request_uuid,
                 secrets,
                 now,
+                grp,
             )
         )
     # A new bet is open until its close removes its row from open_bets (the open holds).
@@ -79,9 +82,9 @@ def add_bets(
 
 
 def close_bets(
-    connection: Connection, dialect: Dialect, closed: Sequence[Bet], at: datetime
+    connection: Connection, dialect: Dialect, closed: Sequence[Bet], at: datetime, grp: int
 ) -> None:
-    """Write the new state of each of ``closed``, closed ``at``."""
+    """Write the new state of each of ``closed``, closed ``at`` by commit ``grp``."""
     now = dialect.timestamp(at)
     rows = [
         (bet.state.value, bet.payout, bet.payout_currency, now, bet.uid)
@@ -92,6 +95,7 @@ def close_bets(
         # Another writer closed one of these bets after we read it (Postgres, READ
         # COMMITTED): run the request again so that it sees that bet's new state.
         raise Retry(f"{len(rows) - changed} bet(s) were closed by a concurrent request")
+    dialect.insert_rows(connection, bet_closes, ("grp", "uid"), [(grp, row[-1]) for row in rows])
 
 
 def json_object(secrets: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import ColumnElement
 
 from ..errors import LedgerError
+from ..integrity.canonical import Hashed
 
 __all__ = ["BalanceMemo", "Dialect", "remembered"]
 
@@ -89,6 +90,20 @@ class Dialect(Protocol):
         """Give the ``count`` events of group ``grp`` the next ids of the event counter and
         record the group's range, committed ``at``: the last write before commit
         (:func:`ledger.stores.events.seal`)."""
+        ...
+
+    def commit_content(self, connection: Connection, grp: int) -> Hashed | None:
+        """The content hash of the rows commit ``grp`` wrote (:mod:`ledger.stores.chain`),
+        computed before any lock is taken; ``None`` when the database computes it for the
+        record's statement (Postgres, :mod:`ledger.stores.postgres.content`)."""
+        ...
+
+    def seal_chain(
+        self, connection: Connection, grp: int, content: Hashed | None, at: datetime
+    ) -> None:
+        """Append the journal chain's record of commit ``grp`` (its rows' ``content``, as
+        :meth:`commit_content` gave it), committed ``at``, unless its rows came to none: after
+        :meth:`seal_events`, before commit (:mod:`ledger.stores.chain`)."""
         ...
 
     def translate(self, error: SQLAlchemyError) -> LedgerError:

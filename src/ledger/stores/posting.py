@@ -26,7 +26,15 @@ from .schema import CAPACITY, postings, transactions
 __all__ = ["POSTING_COLUMNS", "TRANSACTION_COLUMNS", "post"]
 
 POSTING_COLUMNS = ("txn_id", "account", "currency", "amount", "bet_uid", "balance_after")
-TRANSACTION_COLUMNS = ("id", "idempotency_key", "kind", "user_uid", "reference", "created_at")
+TRANSACTION_COLUMNS = (
+    "id",
+    "idempotency_key",
+    "kind",
+    "user_uid",
+    "reference",
+    "created_at",
+    "commit_grp",
+)
 
 
 def post(
@@ -35,9 +43,11 @@ def post(
     memo: BalanceMemo,
     new_transactions: Sequence[Transaction],
     now: Callable[[], datetime],
+    grp: int,
 ) -> None:
     """Write ``new_transactions``, their postings and the balances they move; ``memo`` is the
-    unit of work's (:data:`ledger.stores.dialect.BalanceMemo`), ``now`` its clock."""
+    unit of work's (:data:`ledger.stores.dialect.BalanceMemo`), ``now`` its clock, ``grp`` its
+    group (the commit the transactions name, :mod:`ledger.stores.chain`)."""
     deltas: dict[tuple[str, str], int] = defaultdict(int)
     ids = dialect.allocate_transaction_ids(connection, len(new_transactions))
     legs = []
@@ -73,7 +83,7 @@ def post(
     # which point-in-time balances rely on.
     stamp = dialect.timestamp(now())
     headers = [
-        (txn_id, txn.key, txn.kind._value_, txn.user, txn.reference, stamp)
+        (txn_id, txn.key, txn.kind._value_, txn.user, txn.reference, stamp, grp)
         for txn_id, txn in zip(ids, new_transactions, strict=True)
     ]
     # Postings first, then the transaction rows that seal them: the database checks,

@@ -22,6 +22,7 @@ from sqlalchemy import (
     MetaData,
     Numeric,
     Sequence,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -36,6 +37,7 @@ __all__ = [
     "INT64_MIN",
     "Amount",
     "accounts",
+    "bet_closes",
     "bets",
     "deliveries",
     "delivery_bets",
@@ -45,6 +47,10 @@ __all__ = [
     "event_groups",
     "events",
     "from_stored",
+    "journal_chain",
+    "journal_checkpoints",
+    "journal_head",
+    "journal_nodes",
     "metadata",
     "open_bets",
     "operator_audit",
@@ -168,8 +174,12 @@ transactions = Table(
     Column("user_uid", String(255), nullable=True),
     Column("reference", String(300), nullable=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    # The commit that wrote it (its event group, ``journal_chain.grp``; NULL: written before the
+    # journal's chain began, covered by its first record). Migration 0023.
+    Column("commit_grp", BigInteger, nullable=True),
     # Period summaries (`ledger house`) read a range of time (migration 0005).
     Index("transactions_created", "created_at"),
+    Index("transactions_commit", "commit_grp"),
 )
 
 # What exists on Postgres only (migration 0017), outside this metadata: the table in which each
@@ -223,11 +233,15 @@ bets = Table(
     Column("secrets", JSON, nullable=False),
     Column("placed_at", DateTime(timezone=True), nullable=False),
     Column("closed_at", DateTime(timezone=True), nullable=True),
+    # The commit that placed it (``journal_chain.grp``; NULL: before the chain began). The one
+    # that closed it is in bet_closes. Migration 0023.
+    Column("placed_grp", BigInteger, nullable=True),
     CheckConstraint("state IN ('placed', 'refunded', 'settled')", name="bets_state"),
     CheckConstraint("funding IN ('cash', 'ticket', 'free')", name="bets_funding"),
     CheckConstraint("amount >= 0 AND rake >= 0", name="bets_amounts"),
     Index("bets_pool", "pool_uid"),
     Index("bets_user", "user_uid"),
+    Index("bets_placed_commit", "placed_grp", "uid"),
     # No index names a column a close changes (state, payout, closed_at): on Postgres a close
     # is then a heap-only update, the new version on the row's own page (fill factor 50,
     # migration 0014) and no index touched. Which bets are open lives in open_bets.
@@ -443,6 +457,68 @@ event_counter = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("last_id", BigInteger, nullable=False),
+)
+
+# --- the journal's chain (ledger.integrity, migration 0023) ---------------------------------
+#
+# One record per committed unit of work that wrote transactions or bets, in commit order: its
+# content hash over the canonical bytes of those rows (docs/integrity.md), the previous record's
+# hash, and its own (the RFC 6962 leaf of the Merkle tree over the records). Written as the last
+# statements before commit, under journal_head's row lock (ledger.stores.chain).
+
+journal_chain = Table(
+    "journal_chain",
+    metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    # The unit of work's event group, which its rows name (NULL: the history before the chain).
+    Column("grp", BigInteger, nullable=True, unique=True),
+    Column("prev_hash", String(64), nullable=False),
+    Column("content_hash", String(64), nullable=False),
+    Column("record_hash", String(64), nullable=False),
+    Column("committed_at", DateTime(timezone=True), nullable=False),
+    # How many rows the content covers: not hashed, only for verify's report of what differs.
+    Column("row_count", BigInteger, nullable=False),
+)
+
+# One row (id 1): the last record's number, hash and previous hash; updating it orders the
+# records' commits (on Postgres one statement moves it on and inserts the record from it).
+journal_head = Table(
+    "journal_head",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("record_hash", String(64), nullable=False),
+)
+
+# Which commit closed each bet closed since the chain began (a bet closes once). Not a column of
+# bets: an index naming it would make every close on Postgres a full update (see bets).
+bet_closes = Table(
+    "bet_closes",
+    metadata,
+    Column("grp", BigInteger, primary_key=True, autoincrement=False),
+    Column("uid", BigInteger, primary_key=True, autoincrement=False),
+    sqlite_with_rowid=False,
+)
+
+# Complete subtrees of the records' Merkle tree, kept so that roots and proofs cost about
+# log2(n) reads (ledger.stores.merkle_nodes).
+journal_nodes = Table(
+    "journal_nodes",
+    metadata,
+    Column("level", SmallInteger, primary_key=True, autoincrement=False),
+    Column("idx", BigInteger, primary_key=True, autoincrement=False),
+    Column("hash", String(64), nullable=False),
+)
+
+# Signed checkpoints of the records' Merkle tree, as published (ledger.integrity.checkpoints).
+journal_checkpoints = Table(
+    "journal_checkpoints",
+    metadata,
+    Column("size", BigInteger, primary_key=True, autoincrement=False),
+    Column("root_hash", String(64), nullable=False),
+    Column("note", Text, nullable=False),
+    Column("signed_at", DateTime(timezone=True), nullable=False),
 )
 
 # --- webhooks: one cursor and one lease per endpoint (migration 0008) --------------------------

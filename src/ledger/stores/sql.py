@@ -2,7 +2,8 @@
 the balance memo forgotten whenever it may no longer hold) and every write routed to its module.
 
 The writes themselves: postings and balances in :mod:`.posting`, bets in :mod:`.bet_rows`, a
-set-based close in :mod:`.staged_close`, events in :mod:`.events`, the delivery journal in
+set-based close in :mod:`.staged_close`, events in :mod:`.events`, the journal's chain in
+:mod:`.chain`, the delivery journal in
 :mod:`.deliveries`, the directory in :mod:`.directory`. Reads live in :mod:`.queries`, the audit
 in :mod:`.audit`; what differs between databases
 (beginning a transaction, transaction ids, bulk rows, driver errors) is a :class:`.Dialect`,
@@ -112,6 +113,9 @@ class SqlUnitOfWork:
         # This transaction's event group (taken at its first event) and how many it holds.
         self._event_group: int | None = None
         self._event_count = 0
+        # Whether this transaction wrote transactions or bets: then its commit appends the
+        # journal chain's record of them (ledger.stores.chain).
+        self._chained = False
         # The balances this transaction has read or written (ledger.stores.dialect.BalanceMemo),
         # for a dialect that may answer from them (SQLite); forgotten whenever they may no
         # longer hold.
@@ -167,13 +171,23 @@ class SqlUnitOfWork:
     def commit(self) -> None:
         count = self._event_count
         with self._store.translate_errors():
+            grp, chained = self._event_group, self._chained
+            content = None
+            if chained:
+                assert grp is not None
+                # Computed before any lock is taken, by the queries a verifier runs
+                # (ledger.stores.chain).
+                content = self._dialect.commit_content(self._conn, grp)
             if count:
                 # The last statement before commit: it orders the ids (ledger.stores.events).
-                assert self._event_group is not None
-                feed.seal(self._conn, self._dialect, self._event_group, count)
+                assert grp is not None
+                feed.seal(self._conn, self._dialect, grp, count)
+            if chained:
+                assert grp is not None
+                self._dialect.seal_chain(self._conn, grp, content, self._store.clock())
             self._conn.commit()
         self._committed = True
-        self._event_group, self._event_count = None, 0
+        self._event_group, self._event_count, self._chained = None, 0, False
         self._balances.clear()
         if count:
             self._store._appended(count)
@@ -233,13 +247,15 @@ class SqlUnitOfWork:
 
     def add_bets(self, new_bets: Sequence[Bet]) -> None:
         if new_bets:
+            grp = self._chain_group()
             with self._store.translate_errors():
-                add_bets(self._conn, self._dialect, new_bets, datetime.now(UTC))
+                add_bets(self._conn, self._dialect, new_bets, datetime.now(UTC), grp)
 
     def close_bets(self, closed: Sequence[Bet]) -> None:
         if closed:
+            grp = self._chain_group()
             with self._store.translate_errors():
-                close_bets(self._conn, self._dialect, closed, datetime.now(UTC))
+                close_bets(self._conn, self._dialect, closed, datetime.now(UTC), grp)
 
     def set_based_up_to(self) -> int | None:
         return self._dialect.set_based_up_to
@@ -263,6 +279,8 @@ class SqlUnitOfWork:
             return None
         # A set-based close writes balances in SQL, past the memo.
         self._balances.clear()
+        # Its rows name this unit's group (taken through event_slots): chained at commit.
+        self._chain_group()
         with self._store.translate_errors():
             return close_staged(
                 self._conn,
@@ -288,9 +306,11 @@ class SqlUnitOfWork:
     def post(self, new_transactions: Sequence[Transaction]) -> None:
         if not new_transactions:
             return
+        grp = self._chain_group()
         try:
             with self._store.translate_errors():
-                post(self._conn, self._dialect, self._balances, new_transactions, self._store.clock)
+                clock = self._store.clock
+                post(self._conn, self._dialect, self._balances, new_transactions, clock, grp)
         except BaseException:
             # Some of it may have been written (a failed executemany keeps its earlier rows):
             # the memo no longer says what the balances are.
@@ -298,6 +318,11 @@ class SqlUnitOfWork:
             raise
 
     # --- the event feed ---------------------------------------------------------------------------
+
+    def _chain_group(self) -> int:
+        """This unit's group, which the rows it writes name: its commit is chained."""
+        self._chained = True
+        return self.event_slots(0)[0]
 
     def event_slots(self, count: int) -> tuple[int, int]:
         if self._event_group is None:

@@ -11,6 +11,7 @@ Wherever a tournament's uid is shown, its name is shown beside it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 from litestar import Request, Response, get
@@ -20,8 +21,10 @@ from litestar.response import Template
 from ... import views
 from ...domain import BetState
 from ...errors import BetNotFound, TournamentNotFound
+from ...integrity.checkpoints import NoteError, verifier_of
 from ...paging import Page
 from ...service import Ledger
+from ...service.journal import bet_inclusion
 from .kit import LIST_PAGE, Kit, integer
 
 __all__ = ["ORDERS", "books_handlers", "listing"]
@@ -100,7 +103,8 @@ def books_handlers(kit: Kit) -> list[Any]:
             found = None if number is None else ledger.bet(number)
             if found is None:
                 raise BetNotFound(f"bet {chosen} is unknown")
-            return {"bet": found.to_dict(), "bets": None}
+            inclusion = bet_inclusion(ledger.store, found.uid, _verifier(kit))
+            return {"bet": found.to_dict(), "bets": None, "inclusion": inclusion}
 
         return await kit.shown(request, session, "bet.html", one, uid=uid, **filters)
 
@@ -225,3 +229,15 @@ def books_handlers(kit: Kit) -> list[Any]:
         )
 
     return [bets, bets_csv, tournaments, tournaments_csv, holds, holds_csv]
+
+
+def _verifier(kit: Kit) -> str | None:
+    """This server's public key, from its signing key (``LEDGER_SIGNING_KEY``): what the bet
+    page checks a proof's checkpoint signature with. None without one (or unreadable)."""
+    key_file = kit.runtime.settings.signing_key
+    if key_file is None:
+        return None
+    try:
+        return verifier_of(Path(key_file).read_text(encoding="utf-8").strip())
+    except (OSError, NoteError):
+        return None

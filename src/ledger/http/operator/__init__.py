@@ -7,9 +7,9 @@ deposit endpoint would be a money printer.
 One module per resource: :mod:`.movements` (deposits, withdrawals), :mod:`.books` (balances,
 statements, holds, the house, bets, reports, the check), :mod:`.deliveries`, :mod:`.audit`,
 :mod:`.reconciliations`, :mod:`.player_limits` (responsible-gambling limits and
-exclusions); CSV exports in :mod:`.exports`; and :mod:`.trail`, the log line (and
-audit entry) every request leaves. The directory, the event feed and the webhooks' status join
-the same router from their own modules.
+exclusions), :mod:`.journal` (checkpoints, a bet's proof); CSV exports in :mod:`.exports`; and
+:mod:`.trail`, the log line (and audit entry) every request leaves. The directory, the event
+feed and the webhooks' status join the same router from their own modules.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ..runtime import Runtime
 from .audit import audit_handler
 from .books import books_handlers
 from .deliveries import deliveries_handler
+from .journal import journal_handlers
 from .movements import movement_handlers
 from .player_limits import player_limit_handlers
 from .reconciliations import reconciliations_handler
@@ -53,6 +54,7 @@ def operator_router(runtime: Runtime) -> Router:
         events_handler(runtime),
         *directory_handlers(runtime),
         *webhook_handlers(runtime),
+        *journal_handlers(runtime),
     ]
     return Router(
         path="/admin",

@@ -18,6 +18,7 @@ from ...errors import CapacityExceeded, InsufficientFunds
 from ...events import BET_REFUNDED, BET_SETTLED
 from ..base import ClosingOutcome, Retry
 from ..dialect import Dialect
+from ..posting import TRANSACTION_COLUMNS
 from ..schema import CAPACITY, postings, transactions
 from . import statements
 from .collecting import LEGS, _deltas
@@ -44,6 +45,8 @@ def write(
     ``one_user_each``: as :func:`within_bounds` was told; ``closing``: how many bets the
     request closes (:attr:`Collected.closing`, the rows of ``close_rows``)."""
     closed_at = dialect.timestamp(datetime.now(UTC))
+    # The unit of work's group, which its rows name for the journal's chain (ledger.stores.chain).
+    grp, _ = event_slots(0)
     # Bets first, as the domain path does: one closed meanwhile by a concurrent request (READ
     # COMMITTED on Postgres) makes the request run again, and see it.
     payout = "c.payout" if kind == "settle" else "NULL"
@@ -59,6 +62,13 @@ def write(
     if changed != closing:
         raise Retry(f"{closing - changed} bet(s) were closed by a concurrent request")
     statements.run(connection, "DELETE FROM open_bets WHERE uid IN (SELECT uid FROM close_rows)")
+    # Which commit closed each bet, for the journal's chain (a table of its own: a column of
+    # bets with an index would make every close on Postgres a full, non-heap-only update).
+    statements.run(
+        connection,
+        "INSERT INTO bet_closes (grp, uid) SELECT :grp, uid FROM close_rows ORDER BY uid",
+        grp=grp,
+    )
     _append_events(connection, kind, closing, request_id, event_slots, closing == items)
     # The user accounts (close_deltas, from within_bounds), each changed once by the request's
     # total for it, in key order like every other writer's: credits added (the account
@@ -134,8 +144,8 @@ def write(
         dialect.insert_rows(
             connection,
             transactions,
-            ("id", "idempotency_key", "kind", "user_uid", "reference", "created_at"),
-            [(txn_id, f"{key}:{part}", kind, None, None, created_at)],
+            TRANSACTION_COLUMNS,
+            [(txn_id, f"{key}:{part}", kind, None, None, created_at, grp)],
         )
     # Every item closed its bet (the usual case: no re-send, no bet named twice): none left
     # unchanged, and no anti-join of a million staged items with a million closed ones.

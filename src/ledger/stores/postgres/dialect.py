@@ -27,10 +27,13 @@ from ...errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
+from ...integrity.canonical import Hashed
+from .. import chain
 from ..base import Retry
 from ..dialect import BalanceMemo, remembered
 from . import pipeline
 from .arrays import ARRAYS, BULK_ROWS, Array, Bigints, array_type
+from .content import stage_content
 from .ids import IdBlock
 from .locked import (
     ACCOUNTS,
@@ -127,6 +130,18 @@ class PostgresDialect:
         # One statement, nothing read back: queued, it goes with the COMMIT that follows, one
         # round trip for both (the counter's lock is then held for no more than the commit).
         defer(connection, SEAL, (count, grp, count, at))
+
+    def commit_content(self, connection: Connection, grp: int) -> Hashed | None:
+        # In SQL, queued after the writes and before the seals' locks: a set-based close's
+        # million rows never come to Python, and a batch pays no round trip for it.
+        stage_content(connection, grp)
+        return None
+
+    def seal_chain(
+        self, connection: Connection, grp: int, content: Hashed | None, at: datetime
+    ) -> None:
+        # Queued with the COMMIT, after the event feed's seal (one round trip for all).
+        defer(connection, chain.ONE_STATEMENT, chain.one_statement_parameters(grp, at))
 
     def send_queued(self, connection: Connection) -> None:
         pipeline.run(connection, None, None)

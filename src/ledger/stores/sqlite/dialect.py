@@ -26,6 +26,8 @@ from ...errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
+from ...integrity.canonical import Hashed
+from .. import chain
 from .. import events as feed
 from ..base import Retry
 from ..dialect import BalanceMemo, remembered
@@ -147,11 +149,29 @@ class SqliteDialect:
 
     def allocate_event_group(self, connection: Connection) -> int:
         # Safe without a sequence, like _next_ids: this is the only writer until commit.
-        last = _run(connection, "SELECT max(grp) FROM event_commits").fetchone()[0]
+        # The chain's groups too: pruning may take the newest group's events, never its record.
+        last = _run(
+            connection,
+            "SELECT max(g) FROM (SELECT max(grp) AS g FROM event_commits "
+            "UNION ALL SELECT max(grp) FROM journal_chain)",
+        ).fetchone()[0]
         return int(last or 0) + 1
 
     def seal_events(self, connection: Connection, grp: int, count: int, at: datetime) -> None:
         feed.seal_in_steps(connection, self, grp, count, at)
+
+    def commit_content(self, connection: Connection, grp: int) -> Hashed | None:
+        # The driver's own cursor: a group commit's rows without SQLAlchemy's execution.
+        queries = chain.plain_queries(connection.dialect)
+        return chain.content_of_pages(
+            (tag, chain.driver_pages(_run(connection, sql, (grp,)))) for tag, sql in queries
+        )
+
+    def seal_chain(
+        self, connection: Connection, grp: int, content: Hashed | None, at: datetime
+    ) -> None:
+        if content is not None and content.rows:
+            chain.seal_plain(connection, self, grp, content, at)
 
     def timestamp(self, moment: datetime) -> Any:
         # The text form SQLAlchemy's SQLite DateTime type reads back (UTC, no zone suffix): the

@@ -1,0 +1,48 @@
+"""The auditor's routine of docs/integrity.md, run as written, and its forty-line verifier."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ledger
+from support import payloads as P
+from support.readme import marked_block, run_block
+
+PAGE = "docs/integrity.md"
+MARKER = "<!-- tested by tests/e2e/test_docs_integrity.py"
+
+
+def test_the_auditors_routine_works_as_written_and_the_standalone_verifier_agrees(
+    tmp_path: Path,
+) -> None:
+    with ledger.open_ledger(f"sqlite:///{tmp_path}/ledger.db") as book:
+        book.deposit("u1", "EUR", "100.00", "dep-1")
+        book.place_bets(P.place(P.entry(1), P.entry(2)))
+        book.settle(P.settle(7, (1, "30.00"), (2, "0")))
+    (tmp_path / "verify_proof.py").write_text(marked_block("## A verifier", "python", PAGE))
+    code, stdout, stderr = run_block(marked_block(MARKER, path=PAGE), tmp_path)
+    report = f"stdout:\n{stdout}\nstderr:\n{stderr[-3000:]}"
+    assert code == 0, report
+    assert "intact: 3 commits" in stdout, report
+    assert "extends the checkpoint of 3" in stdout, report
+    assert "verified: bet 1's 2 commit(s) are in checkpoint 3 of ledger" in stdout, report
+    assert "bet 1: included in checkpoint 3 of ledger, verified" in stdout, report
+    assert (tmp_path / "keys" / "signing.key").stat().st_mode & 0o777 == 0o600
+
+
+def test_the_standalone_verifier_refuses_a_proof_whose_checkpoint_was_forged(
+    tmp_path: Path,
+) -> None:
+    with ledger.open_ledger(f"sqlite:///{tmp_path}/ledger.db") as book:
+        book.place_bets(P.place(P.entry(1, amount=0, rake=0)))
+    (tmp_path / "verify_proof.py").write_text(marked_block("## A verifier", "python", PAGE))
+    script = (
+        ".venv/bin/ledger keys generate --out keys && "
+        ".venv/bin/ledger checkpoint --key keys/signing.key > /dev/null && "
+        ".venv/bin/ledger prove 1 --json > proof.json && "
+        "sed -i 's/\\\\n1\\\\n/\\\\n2\\\\n/' proof.json && "
+        "python3 verify_proof.py proof.json keys/signing.pub"
+    )
+    code, stdout, stderr = run_block(script, tmp_path)
+    assert code != 0, stdout
+    assert "InvalidSignature" in stderr, stderr[-2000:]
