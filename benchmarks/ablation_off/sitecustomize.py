@@ -67,7 +67,7 @@ def _balance_memo() -> None:
     def balances(connection: Any, keys: Any, memo: Any) -> Any:
         return original(connection, keys, None)  # read every time
 
-    original = _replace("ledger.stores.sqlite.dialect", "_balances", balances)
+    original = _replace("ledger.stores.sqlite.dialect", "balances", balances)
 
 
 def _multi_row() -> None:

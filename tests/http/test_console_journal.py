@@ -15,7 +15,7 @@ import ledger.operators
 from ledger.integrity.checkpoints import NoteError, generate_key, open_checkpoint
 from ledger.operators import Operators
 from ledger.service.journal import publish_checkpoint
-from ledger.stores.schema import journal_checkpoints
+from ledger.stores.chain_tables import journal_checkpoints
 from support.console import PASSWORD, sign_in
 from support.httpkit import Wallet, serve
 from support.payloads import entry, place, settle

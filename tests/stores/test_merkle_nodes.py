@@ -13,8 +13,8 @@ from sqlalchemy import Connection, func, insert, select
 
 import ledger
 from ledger.integrity import merkle
+from ledger.stores.chain_tables import journal_chain, journal_nodes
 from ledger.stores.merkle_nodes import LOW, Nodes
-from ledger.stores.schema import journal_chain, journal_nodes
 
 COUNT = 5 * (1 << LOW) + 37  # levels LOW to LOW + 2 kept, and a ragged end
 

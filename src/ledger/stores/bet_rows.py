@@ -18,8 +18,9 @@ from sqlalchemy import Connection
 
 from ..domain import Bet, BetState
 from .base import Retry
+from .chain_tables import bet_closes
 from .dialect import Dialect
-from .schema import bet_closes, bets, open_bets
+from .schema import bets, open_bets
 
 __all__ = ["BET_COLUMNS", "add_bets", "close_bets", "json_object"]
 

@@ -46,8 +46,9 @@ from ..integrity.canonical import (
     micros,
     record_hash,
 )
+from .chain_tables import bet_closes, journal_chain, journal_head
 from .dialect import Dialect
-from .schema import bet_closes, bets, journal_chain, journal_head, postings, transactions
+from .schema import bets, postings, transactions
 
 __all__ = [
     "ONE_STATEMENT",

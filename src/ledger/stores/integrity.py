@@ -18,8 +18,9 @@ from ..integrity.checkpoints import Checkpoint
 from . import chain
 from . import events as feed
 from .chain_audit import ChainReport, verify_chain
+from .chain_tables import bet_closes, journal_chain, journal_checkpoints
 from .merkle_nodes import Nodes
-from .schema import bet_closes, bets, journal_chain, journal_checkpoints
+from .schema import bets
 from .tables import SideTables, utc
 
 __all__ = ["CommitProof", "JournalIntegrity"]

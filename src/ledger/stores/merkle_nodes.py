@@ -18,7 +18,7 @@ from __future__ import annotations
 from sqlalchemy import Connection, func, insert, select
 
 from ..integrity import merkle
-from .schema import journal_chain, journal_nodes
+from .chain_tables import journal_chain, journal_nodes
 
 __all__ = ["LOW", "Nodes"]
 

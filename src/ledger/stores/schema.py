@@ -22,7 +22,6 @@ from sqlalchemy import (
     MetaData,
     Numeric,
     Sequence,
-    SmallInteger,
     String,
     Table,
     Text,
@@ -37,7 +36,6 @@ __all__ = [
     "INT64_MIN",
     "Amount",
     "accounts",
-    "bet_closes",
     "bets",
     "deliveries",
     "delivery_bets",
@@ -47,10 +45,6 @@ __all__ = [
     "event_groups",
     "events",
     "from_stored",
-    "journal_chain",
-    "journal_checkpoints",
-    "journal_head",
-    "journal_nodes",
     "metadata",
     "open_bets",
     "operator_audit",
@@ -457,68 +451,6 @@ event_counter = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("last_id", BigInteger, nullable=False),
-)
-
-# --- the journal's chain (ledger.integrity, migration 0023) ---------------------------------
-#
-# One record per committed unit of work that wrote transactions or bets, in commit order: its
-# content hash over the canonical bytes of those rows (docs/integrity.md), the previous record's
-# hash, and its own (the RFC 6962 leaf of the Merkle tree over the records). Written as the last
-# statements before commit, under journal_head's row lock (ledger.stores.chain).
-
-journal_chain = Table(
-    "journal_chain",
-    metadata,
-    Column("seq", BigInteger, primary_key=True, autoincrement=False),
-    # The unit of work's event group, which its rows name (NULL: the history before the chain).
-    Column("grp", BigInteger, nullable=True, unique=True),
-    Column("prev_hash", String(64), nullable=False),
-    Column("content_hash", String(64), nullable=False),
-    Column("record_hash", String(64), nullable=False),
-    Column("committed_at", DateTime(timezone=True), nullable=False),
-    # How many rows the content covers: not hashed, only for verify's report of what differs.
-    Column("row_count", BigInteger, nullable=False),
-)
-
-# One row (id 1): the last record's number, hash and previous hash; updating it orders the
-# records' commits (on Postgres one statement moves it on and inserts the record from it).
-journal_head = Table(
-    "journal_head",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=False),
-    Column("seq", BigInteger, nullable=False),
-    Column("prev_hash", String(64), nullable=False),
-    Column("record_hash", String(64), nullable=False),
-)
-
-# Which commit closed each bet closed since the chain began (a bet closes once). Not a column of
-# bets: an index naming it would make every close on Postgres a full update (see bets).
-bet_closes = Table(
-    "bet_closes",
-    metadata,
-    Column("grp", BigInteger, primary_key=True, autoincrement=False),
-    Column("uid", BigInteger, primary_key=True, autoincrement=False),
-    sqlite_with_rowid=False,
-)
-
-# Complete subtrees of the records' Merkle tree, kept so that roots and proofs cost about
-# log2(n) reads (ledger.stores.merkle_nodes).
-journal_nodes = Table(
-    "journal_nodes",
-    metadata,
-    Column("level", SmallInteger, primary_key=True, autoincrement=False),
-    Column("idx", BigInteger, primary_key=True, autoincrement=False),
-    Column("hash", String(64), nullable=False),
-)
-
-# Signed checkpoints of the records' Merkle tree, as published (ledger.integrity.checkpoints).
-journal_checkpoints = Table(
-    "journal_checkpoints",
-    metadata,
-    Column("size", BigInteger, primary_key=True, autoincrement=False),
-    Column("root_hash", String(64), nullable=False),
-    Column("note", Text, nullable=False),
-    Column("signed_at", DateTime(timezone=True), nullable=False),
 )
 
 # --- webhooks: one cursor and one lease per endpoint (migration 0008) --------------------------

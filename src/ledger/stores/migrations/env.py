@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
+from ledger.stores import chain_tables, limit_tables  # noqa: F401 - their tables join the metadata
 from ledger.stores.schema import metadata
 
 connection = context.config.attributes["connection"]

@@ -8,14 +8,13 @@ import functools
 import json
 import logging
 import os
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from operator import itemgetter
-from typing import Any, cast
+from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, func
-from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement
 
 from ...errors import (
@@ -30,11 +29,13 @@ from ...integrity.canonical import Hashed
 from .. import chain
 from .. import events as feed
 from ..base import Retry
-from ..dialect import BalanceMemo, remembered
+from ..dialect import BalanceMemo
 from ..queries import BET_SELECT
-from ..schema import CAPACITY, INT64_MAX, Amount, from_stored, to_stored
+from ..schema import CAPACITY, INT64_MAX, Amount, to_stored
+from .balances import balances
 from .bulk import largest_statement, multi_row_chunks, multi_row_insert, streamed_batches
 from .checkpointer import AUTOCHECKPOINT_PAGES, Checkpointer
+from .driver import driver, run
 from .writer_lock import WriterLock
 
 log = logging.getLogger("ledger.stores.sqlite")
@@ -80,7 +81,7 @@ class SqliteDialect:
                     # 1.76 -> 0.91 s of commit at a million (benchmarks/settle_split.py). The
                     # copy starts beside the caller after it (release). Durability is the log's,
                     # synced at commit either way.
-                    _run(connection, "PRAGMA wal_autocheckpoint=0")
+                    run(connection, "PRAGMA wal_autocheckpoint=0")
             except BaseException:
                 connection.close()
                 raise
@@ -93,7 +94,7 @@ class SqliteDialect:
         return connection
 
     def run(self, connection: Connection, sql: str, parameters: Sequence[Any] = ()) -> Any:
-        return _run(connection, sql, parameters)
+        return run(connection, sql, parameters)
 
     def release(self, connection: Connection, *, committed: bool) -> None:
         held, bulk = self._writes.pop(id(connection), (None, None))
@@ -112,7 +113,7 @@ class SqliteDialect:
         """After a bulk unit of work: automatic checkpoints as before, and (committed) the copy
         of its log started by the checkpointer's thread."""
         try:
-            _run(connection, f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
+            run(connection, f"PRAGMA wal_autocheckpoint={AUTOCHECKPOINT_PAGES}")
         except SQLAlchemyError:
             # Never back in the pool still deferring, or its commits would never copy the log.
             connection.invalidate()
@@ -128,7 +129,7 @@ class SqliteDialect:
             # so that the next writer finds the whole log in the database and starts it over.
             # After the commit: a failure here loses nothing, and must not fail the write.
             try:
-                _run(connection, "PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                run(connection, "PRAGMA wal_checkpoint(PASSIVE)").fetchall()
             except SQLAlchemyError as error:
                 log.warning("a checkpoint after a commit failed (the next one copies): %s", error)
         self._checkpointer.request()
@@ -150,7 +151,7 @@ class SqliteDialect:
     def allocate_event_group(self, connection: Connection) -> int:
         # Safe without a sequence, like _next_ids: this is the only writer until commit.
         # The chain's groups too: pruning may take the newest group's events, never its record.
-        last = _run(
+        last = run(
             connection,
             "SELECT max(g) FROM (SELECT max(grp) AS g FROM event_commits "
             "UNION ALL SELECT max(grp) FROM journal_chain)",
@@ -164,7 +165,7 @@ class SqliteDialect:
         # The driver's own cursor: a group commit's rows without SQLAlchemy's execution.
         queries = chain.plain_queries(connection.dialect)
         return chain.content_of_pages(
-            (tag, chain.driver_pages(_run(connection, sql, (grp,)))) for tag, sql in queries
+            (tag, chain.driver_pages(run(connection, sql, (grp,)))) for tag, sql in queries
         )
 
     def seal_chain(
@@ -213,10 +214,10 @@ class SqliteDialect:
         rows = _stored_rows(rows, _money_columns(table, tuple(columns)))
         verb = "INSERT OR IGNORE" if ignore_conflicts else "INSERT"
         head = f"{verb} INTO {table.name} ({', '.join(columns)})"
-        largest = largest_statement(_driver(connection), len(columns))
+        largest = largest_statement(driver(connection), len(columns))
         for size, chunks in multi_row_chunks(rows, largest):
             sql = multi_row_insert(head, len(columns), size, upsert)
-            _run(connection, sql, chunks, many=True)
+            run(connection, sql, chunks, many=True)
 
     def debit_balances(
         self,
@@ -226,7 +227,7 @@ class SqliteDialect:
     ) -> int:
         if not rows:
             return 0
-        current = _balances(connection, [(name, currency) for _, name, currency in rows], memo)
+        current = balances(connection, [(name, currency) for _, name, currency in rows], memo)
         applied = []
         for delta, name, currency in rows:
             balance = current.get((name, currency))
@@ -234,7 +235,7 @@ class SqliteDialect:
             if balance is not None and balance + delta >= 0:
                 applied.append((balance + delta, name, currency))
         if applied:
-            _run(
+            run(
                 connection,
                 "UPDATE accounts SET balance = ? WHERE name = ? AND currency = ?",
                 [(to_stored(balance), name, currency) for balance, name, currency in applied],
@@ -253,7 +254,7 @@ class SqliteDialect:
         if not rows:
             return {}
         after: dict[tuple[str, str], int] = {}
-        current = _balances(connection, [(name, currency) for name, currency, _, _ in rows], memo)
+        current = balances(connection, [(name, currency) for name, currency, _, _ in rows], memo)
         written = []
         for name, currency, kind, delta in rows:
             balance = current.get((name, currency), 0) + delta
@@ -262,7 +263,7 @@ class SqliteDialect:
                 raise CapacityExceeded(_too_large(name, currency))
             after[(name, currency)] = balance
             written.append((name, currency, kind, to_stored(balance)))
-        _run(
+        run(
             connection,
             "INSERT INTO accounts (name, currency, kind, balance) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (name, currency) DO UPDATE SET balance = excluded.balance",
@@ -279,7 +280,7 @@ class SqliteDialect:
         keys: Sequence[tuple[str, str]],
         memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
-        return _balances(connection, keys, memo)
+        return balances(connection, keys, memo)
 
     def lock_balances(
         self,
@@ -288,7 +289,7 @@ class SqliteDialect:
         memo: BalanceMemo | None = None,
     ) -> dict[tuple[str, str], int]:
         # BEGIN IMMEDIATE already made this the only writer: a plain read is locked enough.
-        return _balances(connection, keys, memo)
+        return balances(connection, keys, memo)
 
     def bets_and_balances(
         self,
@@ -301,10 +302,10 @@ class SqliteDialect:
     ) -> tuple[list[Any], dict[tuple[str, str], int]]:
         # BEGIN IMMEDIATE already made this the only writer: plain reads, remembered. The
         # limits' probe is its own statement (no round trip to save).
-        return list(self.select_bets(connection, uids)), _balances(connection, keys, memo)
+        return list(self.select_bets(connection, uids)), balances(connection, keys, memo)
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
-        result = _run(
+        result = run(
             connection,
             "UPDATE bets SET state = ?, payout = ?, payout_currency = ?, closed_at = ? "
             "WHERE uid = ? AND state = 'placed'",
@@ -313,7 +314,7 @@ class SqliteDialect:
         )
         changed = int(result.rowcount)
         uids = [(row[-1],) for row in rows]
-        _run(connection, "DELETE FROM open_bets WHERE uid = ?", uids, many=True)
+        run(connection, "DELETE FROM open_bets WHERE uid = ?", uids, many=True)
         return changed
 
     def select_bets(self, connection: Connection, uids: Sequence[int]) -> Iterator[Any]:
@@ -322,7 +323,7 @@ class SqliteDialect:
         sql = f"SELECT {BET_SELECT} FROM bets WHERE uid IN (SELECT value FROM json_each(?))"  # noqa: S608
         for start in range(0, len(uids), 100_000):
             chunk = json.dumps(list(uids[start : start + 100_000]))
-            yield from _run(connection, sql, (chunk,)).fetchall()
+            yield from run(connection, sql, (chunk,)).fetchall()
 
     def temp_table(
         self, connection: Connection, name: str, columns: Sequence[tuple[str, str]]
@@ -330,7 +331,7 @@ class SqliteDialect:
         # No declared type for amounts (BLOB affinity): wide text and integers stay as they are.
         types = {"key": "INTEGER PRIMARY KEY", "int": "INTEGER", "text": "TEXT", "amount": ""}
         body = ", ".join(f"{column} {types[kind]}" for column, kind in columns)
-        _run(connection, f"CREATE TEMP TABLE {name} ({body})")
+        run(connection, f"CREATE TEMP TABLE {name} ({body})")
 
     def stage(
         self,
@@ -348,11 +349,11 @@ class SqliteDialect:
         # statement, not one per row; the binding is the same), the statement measured alone.
         width = len(given)
         rest: list[tuple[Any, ...]] = []
-        largest = largest_statement(_driver(connection), width)
+        largest = largest_statement(driver(connection), width)
         batches = streamed_batches(rows, largest, rest)
-        _run(connection, multi_row_insert(head, width, largest, None), batches, many=True)
+        run(connection, multi_row_insert(head, width, largest, None), batches, many=True)
         for size, parameters in multi_row_chunks(rest, largest):
-            _run(connection, multi_row_insert(head, width, size, None), parameters, many=True)
+            run(connection, multi_row_insert(head, width, size, None), parameters, many=True)
 
     def analyze(self, connection: Connection, names: Sequence[str]) -> None:
         # SQLite's planner does well with the primary keys alone.
@@ -372,7 +373,7 @@ class SqliteDialect:
         found: set[str] = set()
         for start in range(0, len(uids), 100_000):
             chunk = json.dumps(list(uids[start : start + 100_000]))
-            found.update(row[0] for row in _run(connection, sql, (chunk,)))
+            found.update(row[0] for row in run(connection, sql, (chunk,)))
         return found
 
     def exact_sum(self, expression: ColumnElement[Any]) -> ColumnElement[Any]:
@@ -427,88 +428,15 @@ def _stored_rows(
     ]
 
 
-def _balances(
-    connection: Connection, keys: Sequence[tuple[str, str]], memo: BalanceMemo | None
-) -> dict[tuple[str, str], int]:
-    """:func:`_read_balances`, answered from ``memo`` where it knows, and what is read is then
-    remembered there. Safe under BEGIN IMMEDIATE: no other writer changes a balance before this
-    transaction ends, and every write of this one either goes through these methods (which keep
-    the memo current) or makes the unit of work forget it (ledger.stores.sql). A group of 30
-    one-bet Place Bets read the same user balances three times (its decision, the lock before
-    the running balances, the debit) and the held ones once: 7.3 us a bet of SQL, plus the JSON
-    both ways; now once, both together (the decision reads ahead, ledger.writer), 1.6 us.
-    """
-    if memo is None:
-        return _read_balances(connection, keys)
-    missing = [key for key in keys if key not in memo]
-    if missing:
-        found = _read_balances(connection, missing)
-        for key in missing:
-            memo[key] = found.get(key)
-    return remembered(memo, keys)
-
-
-def _read_balances(
-    connection: Connection, keys: Sequence[tuple[str, str]]
-) -> dict[tuple[str, str], int]:
-    """The balances of the ``(name, currency)`` accounts that exist, as Python integers.
-
-    Read as one row of two JSON arrays (a balance is a JSON integer, or the text of a wide
-    one): the driver lets go of the GIL for every row it steps to, and on a server each taking
-    it back may wait for a whole event-loop callback (about 100 us). A group commit's reads
-    were 125 rows per 30 Place Bets. One statement per currency (almost always one), its names
-    a flat JSON array: as ``[name, currency]`` pairs each key cost SQLite two ``json_extract``
-    calls, and a read of 60 balances among 4,000 accounts 107 us instead of 60 (thread CPU).
-    """
-    sql = (
-        "SELECT json_group_array(name), json_group_array(balance) FROM accounts "
-        "WHERE currency = ? AND name IN (SELECT value FROM json_each(?))"
-    )
-    names: dict[str, list[str]] = {}
-    for name, currency in keys:
-        names.setdefault(currency, []).append(name)
-    found: dict[tuple[str, str], int] = {}
-    for currency, named in names.items():
-        for start in range(0, len(named), 100_000):
-            chunk = json.dumps(named[start : start + 100_000])
-            [(read, balances)] = _run(connection, sql, (currency, chunk)).fetchall()
-            for name, balance in zip(json.loads(read), json.loads(balances), strict=True):
-                found[(name, currency)] = from_stored(balance)
-    return found
-
-
 @functools.cache
 def _money_columns(table: Table, columns: tuple[str, ...]) -> list[int]:
     """Where among ``columns`` the amounts are (looked up once per statement shape)."""
     return [n for n, name in enumerate(columns) if isinstance(table.c[name].type, Amount)]
 
 
-def _driver(connection: Connection) -> sqlite3.Connection:
-    return cast(sqlite3.Connection, connection.connection.driver_connection)
-
-
-def _run(
-    connection: Connection, sql: str, parameters: Any = (), *, many: bool = False
-) -> sqlite3.Cursor:
-    """``sql`` on the connection's own ``sqlite3`` connection, in its open transaction.
-
-    SQLAlchemy's ``exec_driver_sql`` costs about 12 µs a statement before SQLite sees it (its
-    execution context, events and result wrapper), and a group commit of Place Bets runs two
-    dozen statements: a third of the group's fixed cost. The errors are SQLAlchemy's own, so
-    :meth:`SqliteDialect.translate` reads them as before.
-    """
-    driver = _driver(connection)
-    try:
-        if many:
-            return driver.executemany(sql, parameters)
-        return driver.execute(sql, parameters)
-    except sqlite3.Error as error:
-        raise DBAPIError.instance(sql, parameters, error, sqlite3.Error) from error
-
-
 def _next_ids(connection: Connection, table: str, count: int) -> list[int]:
     # Safe without a sequence: BEGIN IMMEDIATE makes this the only writer until commit.
     # A bare max() (no coalesce around it) is answered from the end of the primary key.
-    last = _run(connection, f"SELECT max(id) FROM {table}").fetchone()[0]  # noqa: S608
+    last = run(connection, f"SELECT max(id) FROM {table}").fetchone()[0]  # noqa: S608
     start = int(last or 0) + 1
     return list(range(start, start + count))
