@@ -6,10 +6,11 @@
 The same book and body as ``run.py``'s (c). Each step of the settle (decoding and validating
 the body, describing the users, building the claims and the staged rows, staging, each
 set-based statement of ``ledger.stores.closing``, the events, the directory's upsert, the
-commit) is wrapped and timed three ways: wall seconds, CPU seconds of the calling thread (on
-SQLite that is SQLite's own work too), and on Postgres the CPU seconds of the server's
-processes meanwhile. On a shared machine the CPU columns are the ones to compare. One JSON
-object: the totals, then the steps, largest CPU (process and server) first, one per line.
+journal chain's content, the commit) is wrapped and timed three ways: wall seconds, CPU seconds
+of the calling thread (on SQLite that is SQLite's own work too), and on Postgres the CPU seconds
+of the server's processes meanwhile. On a shared machine the CPU columns are the ones to
+compare. One JSON object: the totals, then the steps, largest CPU (process and server) first,
+one per line.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def instrument() -> None:
     from ledger.stores import closing, sql
     from ledger.stores import directory as stored_directory
     from ledger.stores.closing import statements, writing
+    from ledger.stores.sqlite.dialect import SqliteDialect
 
     run = statements.run
 
@@ -104,6 +106,9 @@ def instrument() -> None:
     wrap(stored_directory, "record_staged_users", "directory upsert of the staged users (SQL)")
     wrap(closes, "journal", "delivery journal row")
     wrap(sql.SqlUnitOfWork, "commit", "commit")
+    # The journal's chain: on SQLite its content is read back here (inside the commit's step); on
+    # Postgres it is one statement queued with the COMMIT, inside "commit".
+    wrap(SqliteDialect, "commit_content", "the chain's content, read back (SQLite)")
 
 
 def measure(url: str, participants: int) -> dict[str, Any]:

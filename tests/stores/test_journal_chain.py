@@ -7,6 +7,7 @@ a checkpoint signed before it.
 from __future__ import annotations
 
 import itertools
+import sqlite3
 import threading
 from datetime import UTC, datetime
 from decimal import Decimal as D
@@ -20,7 +21,7 @@ import ledger
 from ledger import writer
 from ledger.errors import LedgerError
 from ledger.integrity import merkle
-from ledger.integrity.canonical import GENESIS, record_hash
+from ledger.integrity.canonical import GENESIS, record_hash, row_json
 from ledger.integrity.checkpoints import (
     Checkpoint,
     NoteError,
@@ -429,3 +430,15 @@ def test_a_batch_whose_every_command_is_refused_adds_no_record(book: ledger.Ledg
     assert [answer[0] for answer in answers if isinstance(answer, tuple)] == [False, False]
     assert records(book) == before
     assert verify(book) == (True, "", 0)
+
+
+@given(values=st.lists(st.one_of(st.none(), st.text()), min_size=1, max_size=6))
+def test_sqlites_json_array_spells_any_row_as_the_canonical_form_does(
+    values: list[str | None],
+) -> None:
+    # SQLite builds each row's JSON text (json_array) for the chain; an independent verifier
+    # writes it as Python's json does: the two must agree on every text.
+    with sqlite3.connect(":memory:") as connection:
+        marks = ", ".join("?" * len(values))
+        (built,) = connection.execute(f"SELECT json_array({marks})", values).fetchone()
+    assert built == row_json(values)

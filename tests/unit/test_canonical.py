@@ -18,6 +18,7 @@ from ledger.integrity.canonical import (
     moment_text,
     record_bytes,
     record_hash,
+    row_json,
     section_bytes,
 )
 from ledger.integrity.merkle import leaf_hash
@@ -67,7 +68,8 @@ def test_the_paged_content_hashes_the_plain_definition_of_its_sections(
     plain = b""
     for tag, rows in zip("TPBC", sections, strict=True):
         # Any paging, empty pages included, gives the bytes of the whole section.
-        pages = [rows[start : start + page] for start in range(0, len(rows), page)] + [[]]
+        texts = [row_json(row) for row in rows]
+        pages = [texts[start : start + page] for start in range(0, len(texts), page)] + [[]]
         content.add_section(tag, pages)
         plain += section_bytes(tag, rows)
     assert content.digest() == hashlib.sha256(plain).digest()

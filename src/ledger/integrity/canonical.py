@@ -18,8 +18,9 @@ JSON is written compactly (no spaces), strings escaped only where JSON requires 
 and the control characters below U+0020: ``\\b \\t \\n \\f \\r``, the others as
 ``\\u00xx``), everything else as its UTF-8 bytes: what Python's ``json.dumps(value,
 ensure_ascii=False, separators=(",", ":"))`` writes. The tables hand every value over in that
-form (the queries cast integers and spell moments), so a page of rows is encoded by one call in
-C: a Python function a row cost several microseconds, most of a million-row close's sealing.
+form and build each row's JSON text themselves (SQLite's ``json_array``, Postgres's
+``to_json``), so Python only joins a page of texts: a Python function a row cost several
+microseconds, most of a million-row close's sealing.
 
 The content hash is ``SHA-256(content)``. A record is ``b"ledger.commit.v2\\n"``, the sequence
 number as 8 bytes big-endian, the previous record's hash (32 zero bytes before the first), the
@@ -40,8 +41,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
-import msgspec
-
 from .merkle import leaf_hash
 
 __all__ = [
@@ -55,6 +54,7 @@ __all__ = [
     "moment_text",
     "record_bytes",
     "record_hash",
+    "row_json",
     "section_bytes",
 ]
 
@@ -63,7 +63,6 @@ GENESIS = bytes(32)  # the previous hash of the first record
 SECTIONS = ("T", "P", "B", "C")  # the content's sections, in order
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RECORD = struct.Struct(">Q32s32sq")
-_ENCODE = msgspec.json.Encoder().encode
 
 Value = str | None  # every value as the canonical form takes it
 Row = Sequence[Value]
@@ -84,9 +83,14 @@ def moment_text(moment: datetime) -> str:
     return f"{moment.year:04d}-{moment:%m-%d %H:%M:%S}.{moment.microsecond:06d}"
 
 
+def row_json(values: Row) -> str:
+    """One row's canonical JSON text, by the plain definition (the databases build it; the
+    reference their texts are tested against)."""
+    return json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
+
+
 def section_bytes(tag: str, rows: Sequence[Row]) -> bytes:
-    """One section's canonical bytes, by the plain definition (the reference the fast
-    :class:`Content` is tested against)."""
+    """One section's canonical bytes, by the plain definition."""
     return (tag + json.dumps(list(rows), ensure_ascii=False, separators=(",", ":"))).encode()
 
 
@@ -120,9 +124,10 @@ class Content:
         self._hash = hashlib.sha256()
         self.rows = 0
 
-    def add_section(self, tag: str, pages: Iterable[Sequence[Row]]) -> None:
-        """Add section ``tag`` from its rows (tuples or lists of strings and ``None``), in
-        order, in pages of any size: the same bytes as :func:`section_bytes` of them all."""
+    def add_section(self, tag: str, pages: Iterable[Sequence[str]]) -> None:
+        """Add section ``tag`` from its rows, each its canonical JSON text (:func:`row_json`;
+        the databases build it), in order, in pages of any size: the same bytes as
+        :func:`section_bytes` of the rows' values."""
         update = self._hash.update
         update(tag.encode() + b"[")
         first = True
@@ -131,8 +136,7 @@ class Content:
                 continue
             if not first:
                 update(b",")
-            # The page's array without its brackets: the pages' rows make one array.
-            update(_ENCODE(page)[1:-1])
+            update(",".join(page).encode())
             first = False
             self.rows += len(page)
         update(b"]")
