@@ -4,7 +4,9 @@ close's million rows never pass through Python, and a Place Bet's batch costs on
 queued with its COMMIT (no round trip of its own).
 
 Invariant: the bytes are those of :func:`ledger.stores.chain.commit_content`, which ``ledger
-verify`` runs in Python: every verify of a Postgres journal checks this SQL against it.
+verify`` runs (its own queries, their rows joined in Python): every verify of a Postgres journal
+checks this SQL against them, and ``to_json`` writes a text as Python's ``json`` does
+(``tests/stores/test_journal_chain.py``, on any text).
 """
 
 from __future__ import annotations
