@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,8 +14,6 @@ from ledger.integrity.canonical import (
     GENESIS,
     RECORD_PREFIX,
     Content,
-    micros,
-    moment_text,
     record_bytes,
     record_hash,
     row_json,
@@ -32,14 +30,6 @@ def test_a_section_is_its_letter_and_a_compact_json_array_of_rows_of_strings_and
         b'T[["1",null,"a\\"b\\\\c\\n\\u0001"],["-12","\xc3\xbc","2026-01-02 03:04:05.678901"]]'
     )
     assert section_bytes("C", []) == b"C[]"
-
-
-def test_a_moment_is_spelled_in_utc_to_the_microsecond() -> None:
-    assert moment_text(AT) == "2026-01-02 03:04:05.678901"
-    assert moment_text(AT.replace(microsecond=0)) == "2026-01-02 03:04:05.000000"
-    east = AT.astimezone(timezone(timedelta(hours=2)))
-    assert moment_text(east) == moment_text(AT)
-    assert micros(AT) == 1767323045678901
 
 
 def test_a_record_is_its_prefix_number_hashes_and_time_and_its_hash_a_merkle_leaf() -> None:

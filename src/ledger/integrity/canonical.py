@@ -37,21 +37,15 @@ import hashlib
 import json
 import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
 
 from .merkle import leaf_hash
 
 __all__ = [
     "GENESIS",
     "RECORD_PREFIX",
-    "SECTIONS",
     "Content",
-    "Digest",
-    "Hashed",
     "micros",
-    "moment_text",
     "record_bytes",
     "record_hash",
     "row_json",
@@ -60,7 +54,6 @@ __all__ = [
 
 RECORD_PREFIX = b"ledger.commit.v2\n"
 GENESIS = bytes(32)  # the previous hash of the first record
-SECTIONS = ("T", "P", "B", "C")  # the content's sections, in order
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _RECORD = struct.Struct(">Q32s32sq")
 
@@ -76,13 +69,6 @@ def micros(moment: datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def moment_text(moment: datetime) -> str:
-    """A moment as the canonical form spells it: ``YYYY-MM-DD HH:MM:SS.ffffff`` in UTC."""
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return f"{moment.year:04d}-{moment:%m-%d %H:%M:%S}.{moment.microsecond:06d}"
-
-
 def row_json(values: Row) -> str:
     """One row's canonical JSON text, by the plain definition (the databases build it; the
     reference their texts are tested against)."""
@@ -91,28 +77,7 @@ def row_json(values: Row) -> str:
 
 def section_bytes(tag: str, rows: Sequence[Row]) -> bytes:
     """One section's canonical bytes, by the plain definition."""
-    return (tag + json.dumps(list(rows), ensure_ascii=False, separators=(",", ":"))).encode()
-
-
-class Hashed(Protocol):
-    """A commit's content hash and how many rows it covers: a :class:`Content` fed here, or a
-    :class:`Digest` a database computed."""
-
-    @property
-    def rows(self) -> int: ...
-
-    def digest(self) -> bytes: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Digest:
-    """A content hash computed elsewhere (Postgres computes a commit's in SQL)."""
-
-    value: bytes
-    rows: int
-
-    def digest(self) -> bytes:
-        return self.value
+    return f"{tag}[{','.join(row_json(row) for row in rows)}]".encode()
 
 
 class Content:

@@ -25,7 +25,6 @@ from sqlalchemy import (
     Connection,
     Text,
     bindparam,
-    cast,
     func,
     insert,
     select,
@@ -41,7 +40,6 @@ from ..integrity.canonical import (
     GENESIS,
     RECORD_PREFIX,
     Content,
-    Hashed,
     micros,
     record_hash,
 )
@@ -60,6 +58,7 @@ __all__ = [
     "plain_queries",
     "record_of",
     "records",
+    "row_sql",
     "seal_in_steps",
     "seal_plain",
     "size",
@@ -180,14 +179,34 @@ def _row_json_sqlite(element: _RowJson, compiler: SQLCompiler, **kw: Any) -> str
     return f"json_array({compiler.process(element.clauses, **kw)})"
 
 
+class _Digits(FunctionElement[str]):
+    """An integer column as its decimal text: nothing in it for JSON to escape (nor in a
+    :class:`_MomentText`)."""
+
+    type = Text()
+    inherit_cache = True
+    name = "digits"
+
+
+@compiles(_Digits)
+def _digits(element: _Digits, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS TEXT)"
+
+
 @compiles(_RowJson, "postgresql")
 def _row_json_postgres(element: _RowJson, compiler: SQLCompiler, **kw: Any) -> str:
-    values = [compiler.process(value, **kw) for value in element.clauses]
-    return (
-        "'[' || "
-        + " || ',' || ".join(f"coalesce(to_json({value})::text, 'null')" for value in values)
-        + " || ']'"
-    )
+    values = []
+    for value in element.clauses:
+        spelled = compiler.process(value, **kw)
+        # Digits and moments only need their quotes: to_json of each cost a million-row
+        # close's content about 0.2 us a value more (1.2-1.6 against 2.2-2.8 s for five million).
+        quoted = (
+            f"""'"' || {spelled} || '"'"""
+            if isinstance(value, _Digits | _MomentText)
+            else f"to_json({spelled})::text"
+        )
+        values.append(f"coalesce({quoted}, 'null')")
+    return "'[' || " + " || ',' || ".join(values) + " || ']'"
 
 
 def _canonical(fields: tuple[Any, ...], kinds: str) -> Any:
@@ -197,7 +216,7 @@ def _canonical(fields: tuple[Any, ...], kinds: str) -> Any:
     spelled: list[Any] = []
     for field, kind in zip(fields, kinds, strict=True):
         if kind == "i":
-            spelled.append(cast(field, Text))
+            spelled.append(_Digits(field))
         elif kind == "m":
             spelled.append(_MomentText(field))
         else:
@@ -209,6 +228,15 @@ _ROW_T = _canonical(TRANSACTION_FIELDS, "ittttm")
 _ROW_P = _canonical(POSTING_FIELDS, "iittiii")
 _ROW_B = _canonical(PLACED_FIELDS, "ititiitttm")
 _ROW_C = _canonical(CLOSED_FIELDS, "ititm")
+
+
+@functools.cache
+def row_sql(tag: str, dialect: SqlDialect) -> str:
+    """Section ``tag``'s row JSON as ``dialect``'s SQL, its columns named by their tables:
+    for the statement Postgres builds a commit's whole content with (:mod:`.postgres.content`),
+    so that it spells each row as these queries do."""
+    row = {"T": _ROW_T, "P": _ROW_P, "B": _ROW_B, "C": _ROW_C}[tag]
+    return str(row.element.compile(dialect=dialect))
 
 
 def _queries(grp: ColumnElement[Any] | None) -> list[tuple[str, Any]]:
@@ -303,7 +331,7 @@ _APPEND = (
 
 
 def seal_plain(
-    connection: Connection, dialect: Dialect, grp: int, content: Hashed, at: datetime
+    connection: Connection, dialect: Dialect, grp: int, content: Content, at: datetime
 ) -> None:
     """:func:`seal_in_steps` in plain SQL (SQLite, every commit)."""
     head_row = dialect.run(connection, _HEAD).fetchone()
@@ -322,7 +350,7 @@ def seal_plain(
 
 
 def seal_in_steps(
-    connection: Connection, grp: int | None, content: Hashed, at: datetime
+    connection: Connection, grp: int | None, content: Content, at: datetime
 ) -> ChainRecord:
     """Append the record of commit ``grp`` in three statements, the hash computed here (SQLite,
     one writer; the migration, for the history). Postgres does it in one statement, queued

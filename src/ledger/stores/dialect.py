@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.sql import ColumnElement
 
 from ..errors import LedgerError
-from ..integrity.canonical import Hashed
+from ..integrity.canonical import Content
 
 __all__ = ["BalanceMemo", "Dialect", "remembered"]
 
@@ -92,14 +92,14 @@ class Dialect(Protocol):
         (:func:`ledger.stores.events.seal`)."""
         ...
 
-    def commit_content(self, connection: Connection, grp: int) -> Hashed | None:
+    def commit_content(self, connection: Connection, grp: int) -> Content | None:
         """The content hash of the rows commit ``grp`` wrote (:mod:`ledger.stores.chain`),
         computed before any lock is taken; ``None`` when the database computes it for the
         record's statement (Postgres, :mod:`ledger.stores.postgres.content`)."""
         ...
 
     def seal_chain(
-        self, connection: Connection, grp: int, content: Hashed | None, at: datetime
+        self, connection: Connection, grp: int, content: Content | None, at: datetime
     ) -> None:
         """Append the journal chain's record of commit ``grp`` (its rows' ``content``, as
         :meth:`commit_content` gave it), committed ``at``, unless its rows came to none: after

@@ -27,7 +27,7 @@ from ...errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
-from ...integrity.canonical import Hashed
+from ...integrity.canonical import Content
 from .. import chain
 from ..base import Retry
 from ..dialect import BalanceMemo, remembered
@@ -131,14 +131,14 @@ class PostgresDialect:
         # round trip for both (the counter's lock is then held for no more than the commit).
         defer(connection, SEAL, (count, grp, count, at))
 
-    def commit_content(self, connection: Connection, grp: int) -> Hashed | None:
+    def commit_content(self, connection: Connection, grp: int) -> Content | None:
         # In SQL, queued after the writes and before the seals' locks: a set-based close's
         # million rows never come to Python, and a batch pays no round trip for it.
         stage_content(connection, grp)
         return None
 
     def seal_chain(
-        self, connection: Connection, grp: int, content: Hashed | None, at: datetime
+        self, connection: Connection, grp: int, content: Content | None, at: datetime
     ) -> None:
         # Queued with the COMMIT, after the event feed's seal (one round trip for all).
         defer(connection, chain.ONE_STATEMENT, chain.one_statement_parameters(grp, at))

@@ -25,7 +25,7 @@ from ...errors import (
     StoreUnavailable,
     UnbalancedTransaction,
 )
-from ...integrity.canonical import Hashed
+from ...integrity.canonical import Content
 from .. import chain
 from .. import events as feed
 from ..base import Retry
@@ -161,7 +161,7 @@ class SqliteDialect:
     def seal_events(self, connection: Connection, grp: int, count: int, at: datetime) -> None:
         feed.seal_in_steps(connection, self, grp, count, at)
 
-    def commit_content(self, connection: Connection, grp: int) -> Hashed | None:
+    def commit_content(self, connection: Connection, grp: int) -> Content | None:
         # The driver's own cursor: a group commit's rows without SQLAlchemy's execution.
         queries = chain.plain_queries(connection.dialect)
         return chain.content_of_pages(
@@ -169,7 +169,7 @@ class SqliteDialect:
         )
 
     def seal_chain(
-        self, connection: Connection, grp: int, content: Hashed | None, at: datetime
+        self, connection: Connection, grp: int, content: Content | None, at: datetime
     ) -> None:
         if content is not None and content.rows:
             chain.seal_plain(connection, self, grp, content, at)
