@@ -88,7 +88,7 @@ def close_bets(
     """Write the new state of each of ``closed``, closed ``at`` by commit ``grp``."""
     now = dialect.timestamp(at)
     rows = [
-        (bet.state.value, bet.payout, bet.payout_currency, now, bet.uid)
+        (bet.state.value, bet.payout, bet.payout_currency, now, grp, bet.uid)
         for bet in sorted(closed, key=lambda bet: bet.uid)
     ]
     changed = dialect.close_bet_rows(connection, rows)

@@ -18,6 +18,7 @@ from ..integrity.canonical import GENESIS, record_hash
 from ..integrity.checkpoints import Checkpoint
 from ..integrity.merkle import TreeBuilder
 from . import audit, chain
+from .chain_tables import bet_closes
 from .dialect import Dialect
 from .schema import bets, postings, transactions
 
@@ -57,6 +58,24 @@ def _table_rows(connection: Connection) -> int:
             count.select_from(bets).where(bets.c.state != "placed"),
         )
     )
+
+
+def _closes_misnamed(connection: Connection) -> int:
+    """How many bets' pointer to their closing commit, which a proof follows, is not what the
+    chained ``bet_closes`` says: a wrong one, or one where it names none."""
+    joined = bet_closes.join(bets, bets.c.uid == bet_closes.c.uid)
+    wrong = (
+        select(func.count())
+        .select_from(joined)
+        .where(bets.c.closed_grp.is_distinct_from(bet_closes.c.grp))
+    )
+    pointers = select(func.count()).select_from(bets).where(bets.c.closed_grp.is_not(None))
+    closes = select(func.count()).select_from(bet_closes)
+    differ = int(connection.execute(wrong).scalar_one())
+    extra = int(connection.execute(pointers).scalar_one()) - int(
+        connection.execute(closes).scalar_one()
+    )
+    return differ + max(extra, 0)
 
 
 def verify_chain(
@@ -111,6 +130,12 @@ def verify_chain(
             "record (written past the chain)"
             if rows > covered
             else f"{covered - rows} row(s) counted twice"
+        )
+    wrong = _closes_misnamed(connection)
+    if wrong:
+        return report.fail(
+            f"{wrong} bet(s) name a closing commit (bets.closed_grp) other than the one that "
+            "closed them (bet_closes): their proofs would show the wrong commit"
         )
     if checkpoint is not None:
         if checkpoint.size > tree.size:

@@ -202,8 +202,8 @@ class Dialect(Protocol):
         ...
 
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
-        """Apply ``(state, payout, payout_currency, closed_at, uid)`` to placed bets only, and
-        remove them from ``open_bets``; return how many bets changed."""
+        """Apply ``(state, payout, payout_currency, closed_at, closed_grp, uid)`` to placed bets
+        only, and remove them from ``open_bets``; return how many bets changed."""
         ...
 
     def select_bets(self, connection: Connection, uids: Sequence[int]) -> Iterator[Any]:

@@ -18,7 +18,7 @@ from ..integrity.checkpoints import Checkpoint
 from . import chain
 from . import events as feed
 from .chain_audit import ChainReport, verify_chain
-from .chain_tables import bet_closes, journal_chain, journal_checkpoints
+from .chain_tables import journal_chain, journal_checkpoints
 from .merkle_nodes import Nodes
 from .schema import bets
 from .tables import SideTables, utc
@@ -96,13 +96,11 @@ class JournalIntegrity(SideTables):
         each with its inclusion proof in the tree of ``size``; None: no such bet."""
         with self._tx(write=False) as connection:
             row = connection.execute(
-                select(bets.c.placed_grp, bets.c.state).where(bets.c.uid == uid)
+                select(bets.c.placed_grp, bets.c.closed_grp, bets.c.state).where(bets.c.uid == uid)
             ).first()
             if row is None:
                 return None
-            closed_by = connection.execute(
-                select(bet_closes.c.grp).where(bet_closes.c.uid == uid)
-            ).scalar()
+            closed_by = row.closed_grp
             groups = {row.placed_grp, closed_by} - {None}
             # Placed or closed before the chain began: the history's record (group NULL).
             history = row.placed_grp is None or (row.state != "placed" and closed_by is None)

@@ -227,9 +227,13 @@ bets = Table(
     Column("secrets", JSON, nullable=False),
     Column("placed_at", DateTime(timezone=True), nullable=False),
     Column("closed_at", DateTime(timezone=True), nullable=True),
-    # The commit that placed it (``journal_chain.grp``; NULL: before the chain began). The one
-    # that closed it is in bet_closes. Migration 0023.
+    # The commit that placed it (``journal_chain.grp``; NULL: before the chain began). Migration
+    # 0023. Which bets a commit closed is in bet_closes, keyed by the commit.
     Column("placed_grp", BigInteger, nullable=True),
+    # The commit that closed it (NULL: open, or closed before the chain began), written by the
+    # close's own update: a bet's proof finds its closing commit from the bet's row, where
+    # bet_closes (keyed by commit) would be read whole. No index names it. Migration 0024.
+    Column("closed_grp", BigInteger, nullable=True),
     CheckConstraint("state IN ('placed', 'refunded', 'settled')", name="bets_state"),
     CheckConstraint("funding IN ('cash', 'ticket', 'free')", name="bets_funding"),
     CheckConstraint("amount >= 0 AND rake >= 0", name="bets_amounts"),

@@ -54,16 +54,17 @@ def write(
     changed = statements.run(
         connection,
         f"""UPDATE bets SET state = :state, payout = {payout},
-                payout_currency = {payout_currency}, closed_at = :closed_at
+                payout_currency = {payout_currency}, closed_at = :closed_at, closed_grp = :grp
             FROM close_rows c WHERE bets.uid = c.uid AND bets.state = 'placed'""",  # noqa: S608
         state="refunded" if kind == "refund" else "settled",
         closed_at=closed_at,
+        grp=grp,
     ).rowcount
     if changed != closing:
         raise Retry(f"{closing - changed} bet(s) were closed by a concurrent request")
     statements.run(connection, "DELETE FROM open_bets WHERE uid IN (SELECT uid FROM close_rows)")
-    # Which commit closed each bet, for the journal's chain (a table of its own: a column of
-    # bets with an index would make every close on Postgres a full, non-heap-only update).
+    # Which bets this commit closed, for the journal's chain (a table keyed by the commit: an
+    # index of bets naming it would make every close on Postgres a full, non-heap-only update).
     statements.run(
         connection,
         "INSERT INTO bet_closes (grp, uid) SELECT :grp, uid FROM close_rows ORDER BY uid",

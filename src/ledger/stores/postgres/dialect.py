@@ -289,9 +289,11 @@ class PostgresDialect:
             chunk = rows[start : start + BULK_ROWS]
             result = connection.exec_driver_sql(
                 "UPDATE bets b SET state = v.state, payout = v.payout, "
-                "payout_currency = v.payout_currency, closed_at = v.closed_at "
+                "payout_currency = v.payout_currency, closed_at = v.closed_at, "
+                "closed_grp = v.closed_grp "
                 "FROM unnest(%s::text[], %s::numeric[], %s::text[], %s::timestamptz[], "
-                "%s::bigint[]) AS v(state, payout, payout_currency, closed_at, uid) "
+                "%s::bigint[], %s::bigint[]) "
+                "AS v(state, payout, payout_currency, closed_at, closed_grp, uid) "
                 "WHERE b.uid = v.uid AND b.state = 'placed'",
                 _columns(chunk),
             )

@@ -307,8 +307,8 @@ class SqliteDialect:
     def close_bet_rows(self, connection: Connection, rows: Sequence[tuple[Any, ...]]) -> int:
         result = run(
             connection,
-            "UPDATE bets SET state = ?, payout = ?, payout_currency = ?, closed_at = ? "
-            "WHERE uid = ? AND state = 'placed'",
+            "UPDATE bets SET state = ?, payout = ?, payout_currency = ?, closed_at = ?, "
+            "closed_grp = ? WHERE uid = ? AND state = 'placed'",
             _stored_rows(rows, [1]),
             many=True,
         )
