@@ -160,3 +160,13 @@ def test_serve_start_reports_the_time_to_health_and_the_busy_port_refusal(tmp_pa
     assert figures["ready_s"] > 0
     assert figures["busy_port_exit"] == 1  # the second server refused the port, as it should
     assert "ready /health" in done.stdout
+
+
+def test_the_benchmarks_give_postgres_the_settings_the_store_page_recommends() -> None:
+    page = (BENCHMARKS.parent / "docs/operations/choosing-a-store.md").read_text()
+    block = page.split("```conf\n", 1)[1].split("```", 1)[0]
+    recommended = {
+        name.strip(): value.split("#", 1)[0].strip()
+        for name, value in (line.split("=", 1) for line in block.splitlines() if "=" in line)
+    }
+    assert recommended == benchmark("run").POSTGRES_SETTINGS

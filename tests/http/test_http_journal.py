@@ -1,5 +1,6 @@
 """``ledger serve`` with a signing key signs checkpoints of the journal when it grew, keeps and
-publishes them, and answers a bet's proof of inclusion that checks against the public key."""
+publishes them, and answers a bet's proof of inclusion and the proof that its newest checkpoint
+extends an older one, both checking against the public key."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from ledger.integrity import merkle
 from ledger.integrity.checkpoints import generate_key, open_checkpoint
+from ledger.integrity.proofs import check_consistency
 from support.httpkit import OPERATOR_HEADERS, Wallet, serve
 from support.payloads import entry, place, settle
 
@@ -49,6 +51,17 @@ def test_the_server_signs_publishes_and_proves_a_bet_against_its_checkpoint(
         assert published.read_text().count("\n\u2014 ledger-test ") == 1
         proof = client.get("/admin/bets/1/proof", headers=OPERATOR_HEADERS).json()
         unknown = client.get("/admin/bets/999/proof", headers=OPERATOR_HEADERS)
+        # A later checkpoint, proved to extend the one of 3 that a party saved.
+        assert wallet.deposit("u2", "5.00").status_code == 200
+        newer = latest(wallet, 4)
+        joined = client.get("/admin/checkpoints/3/consistency", headers=OPERATOR_HEADERS)
+        beyond = client.get("/admin/checkpoints/5/consistency", headers=OPERATOR_HEADERS)
+    assert joined.status_code == 200, joined.text
+    assert joined.json()["checkpoint"] == newer["note"]
+    older, newest = check_consistency(joined.json(), verifier, saved=body["note"])
+    assert (older.size, newest.size) == (3, 4)
+    assert beyond.status_code == 404
+    assert beyond.json()["error"] == "checkpoint.not_found"
     assert unknown.status_code == 404
     assert unknown.json()["error"] == "bet.not_found"
     assert [commit["seq"] for commit in proof["commits"]] == [2, 3]  # placed, settled
@@ -64,7 +77,11 @@ def test_without_a_checkpoint_the_latest_and_a_proof_are_404(tmp_path: Path) -> 
     with serve(tmp_path) as client:
         wallet = Wallet(client)
         wallet.place(place(entry(1)))
-        for path in ("/admin/checkpoints/latest", "/admin/bets/1/proof"):
+        for path in (
+            "/admin/checkpoints/latest",
+            "/admin/bets/1/proof",
+            "/admin/checkpoints/1/consistency",
+        ):
             answer = client.get(path, headers=OPERATOR_HEADERS)
             assert answer.status_code == 404
             assert answer.json()["error"] == "checkpoint.not_found"

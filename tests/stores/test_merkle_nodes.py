@@ -1,6 +1,6 @@
-"""The journal tree read through its kept subtrees gives the roots and the inclusion proofs that
-hashing every leaf gives, before and after subtrees are kept, at sizes on and off the kept
-boundaries, on both stores."""
+"""The journal tree read through its kept subtrees gives the roots, the inclusion proofs and the
+consistency proofs that hashing every leaf gives, before and after subtrees are kept, at sizes
+on and off the kept boundaries, on both stores."""
 
 from __future__ import annotations
 
@@ -55,6 +55,11 @@ def test_roots_and_proofs_through_kept_subtrees_equal_those_of_every_leaf(
                 path = nodes.inclusion_proof(index, size)
                 assert path == merkle.inclusion_proof(leaves.__getitem__, index, size)
                 assert merkle.verify_inclusion(leaves[index], index, size, path, expected)
+            for old in {1, size // 3, size - 1} - {0}:
+                proof = nodes.consistency_proof(old, size)
+                assert proof == merkle.consistency_proof(leaves.__getitem__, old, size)
+                old_root = merkle.root(leaves[:old])
+                assert merkle.verify_consistency(old, size, old_root, expected, proof)
 
 
 def test_keeping_subtrees_adds_each_complete_one_once(connection: Connection) -> None:

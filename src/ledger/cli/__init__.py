@@ -126,6 +126,12 @@ COMMANDS: dict[str, _Entry] = {
         None,
         "The bet's commits and the proof of each in the latest signed checkpoint.",
     ),
+    "prove-consistency": _Entry(
+        "ledger.cli.journal",
+        "prove_consistency",
+        None,
+        "The proof that the newest signed checkpoint extends the checkpoint of OLD_SIZE.",
+    ),
     "reconcile": _Entry(
         "ledger.cli.reconcile",
         "reconcile",
@@ -198,6 +204,12 @@ COMMANDS: dict[str, _Entry] = {
         "verify",
         None,
         "Recompute the journal's chain, tree and balances; exit 1 naming the first difference.",
+    ),
+    "verify-consistency": _Entry(
+        "ledger.cli.journal",
+        "verify_consistency",
+        None,
+        "Check a document of ``ledger prove-consistency --json``: both signatures, the proof.",
     ),
     "verify-proof": _Entry(
         "ledger.cli.journal",

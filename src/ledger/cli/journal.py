@@ -1,5 +1,6 @@
 """The journal's integrity from the command line: ``verify`` the chain, ``keys generate`` a
-signing key, sign a ``checkpoint``, ``prove`` a bet's commits and ``verify-proof`` one offline
+signing key, sign a ``checkpoint``, ``prove`` a bet's commits and ``verify-proof`` one offline,
+``prove-consistency`` between two checkpoints and ``verify-consistency`` it offline
 (docs/integrity.md)."""
 
 from __future__ import annotations
@@ -19,12 +20,26 @@ from ..integrity.checkpoints import (
     generate_key,
     open_checkpoint,
 )
-from ..integrity.proofs import check_proof
-from ..service.journal import ORIGIN, proof_document, publish_checkpoint, verify_journal
+from ..integrity.proofs import check_consistency, check_proof
+from ..service.journal import (
+    ORIGIN,
+    consistency_document,
+    proof_document,
+    publish_checkpoint,
+    verify_journal,
+)
 from .common import db_option, emit, fail
 from .opening import opened
 
-__all__ = ["checkpoint", "keys", "prove", "verify", "verify_proof"]
+__all__ = [
+    "checkpoint",
+    "keys",
+    "prove",
+    "prove_consistency",
+    "verify",
+    "verify_consistency",
+    "verify_proof",
+]
 
 
 def _read(path: str) -> str:
@@ -154,4 +169,44 @@ def verify_proof(file: str, public_key: str) -> None:
     click.echo(
         f"verified: bet {document['bet_uid']}'s {len(document['commits'])} commit(s) are in "
         f"checkpoint {signed.size} of {signed.origin}"
+    )
+
+
+@click.command("prove-consistency")
+@db_option
+@click.argument("old_size", type=click.IntRange(min=0))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def prove_consistency(db: str, old_size: int, as_json: bool) -> None:
+    """The proof that the newest signed checkpoint extends the checkpoint of OLD_SIZE."""
+    with opened(db, create=False) as book:
+        document = consistency_document(book.store, old_size)
+    if as_json:
+        emit(document)
+        return
+    size = document["checkpoint"].split("\n", 2)[1]
+    click.echo(
+        f"the checkpoint of {size} extends the tree of {old_size}: "
+        f"a proof of {len(document['path'])} hash(es)"
+    )
+
+
+@click.command("verify-consistency")
+@click.argument("file")
+@click.option("--public-key", "public_key", required=True, help="The signer's public key file.")
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    help="The older checkpoint as you saved it (its last note); else the document's own.",
+)
+def verify_consistency(file: str, public_key: str, checkpoint_file: str | None) -> None:
+    """Check a document of ``ledger prove-consistency --json``: both signatures, the proof."""
+    saved = None if checkpoint_file is None else _last_note(_read(checkpoint_file))
+    try:
+        document = json.loads(_read(file))
+        older, newer = check_consistency(document, _read(public_key).strip(), saved)
+    except (NoteError, ValueError) as error:
+        click.echo(f"FAILED: {error}")
+        sys.exit(1)
+    click.echo(
+        f"verified: checkpoint {newer.size} of {newer.origin} extends checkpoint {older.size}"
     )

@@ -124,9 +124,17 @@ def inclusion_proof(
     return path
 
 
-def consistency_proof(leaf_at: LeafAt, old: int, new: int) -> list[bytes]:
+def consistency_proof(
+    leaf_at: LeafAt,
+    old: int,
+    new: int,
+    subtree: Callable[[int, int], bytes] | None = None,
+) -> list[bytes]:
     """The proof that the tree of the first ``old`` leaves is the start of the tree of the
-    first ``new`` (RFC 6962 section 2.1.2, ``PROOF(m, D[n])``)."""
+    first ``new`` (RFC 6962 section 2.1.2, ``PROOF(m, D[n])``); ``subtree`` as for
+    :func:`inclusion_proof`."""
+    if subtree is None:
+        subtree = functools.partial(_subtree, leaf_at)
     if not 0 <= old <= new:
         raise ValueError(f"no consistency proof from {old} to {new}")
     if old in (0, new):
@@ -138,15 +146,15 @@ def consistency_proof(leaf_at: LeafAt, old: int, new: int) -> list[bytes]:
     while m != end - start:
         k = _split(end - start)
         if m <= k:
-            proof.append(_subtree(leaf_at, start + k, end))
+            proof.append(subtree(start + k, end))
             end = start + k
         else:
-            proof.append(_subtree(leaf_at, start, start + k))
+            proof.append(subtree(start, start + k))
             start += k
             m -= k
             complete = False
     if not complete:
-        proof.append(_subtree(leaf_at, start, end))
+        proof.append(subtree(start, end))
     proof.reverse()
     return proof
 

@@ -1,5 +1,7 @@
-"""A bet's proof document checked: each of its commit records is a leaf of the tree that a
-signed checkpoint names (``ledger prove --json``, ``GET /admin/bets/{uid}/proof``).
+"""Proof documents checked: a bet's (each of its commit records is a leaf of the tree that a
+signed checkpoint names: ``ledger prove --json``, ``GET /admin/bets/{uid}/proof``), and two
+checkpoints' (the newer tree extends the older: ``ledger prove-consistency --json``,
+``GET /admin/checkpoints/{size}/consistency``).
 
 Pure: the document and the verifier key in, the checkpoint they prove inclusion in out, or
 :class:`~ledger.integrity.checkpoints.NoteError` naming what does not hold.
@@ -16,7 +18,7 @@ from . import merkle
 from .canonical import RECORD_PREFIX
 from .checkpoints import Checkpoint, NoteError, open_checkpoint
 
-__all__ = ["check_proof"]
+__all__ = ["check_consistency", "check_proof"]
 
 
 def check_proof(document: Mapping[str, Any], verifier: str) -> Checkpoint:
@@ -37,3 +39,35 @@ def check_proof(document: Mapping[str, Any], verifier: str) -> Checkpoint:
     except (KeyError, TypeError, binascii.Error) as error:
         raise NoteError(f"not a proof document: {error!r}") from None
     return signed
+
+
+def check_consistency(
+    document: Mapping[str, Any], verifier: str, saved: str | None = None
+) -> tuple[Checkpoint, Checkpoint]:
+    """The older and the newer checkpoint, once both signatures by ``verifier``'s key hold and
+    the document's path proves that the newer tree extends the older. ``saved``: the older
+    checkpoint's note as its holder kept it (else the document's own)."""
+    try:
+        older_note = saved if saved is not None else document["old_checkpoint"]
+        if older_note is None:
+            raise NoteError(
+                f"the document carries no checkpoint of {document['old_size']}: give the one saved"
+            )
+        older = open_checkpoint(older_note, verifier)
+        newer = open_checkpoint(document["checkpoint"], verifier)
+        if older.size != document["old_size"]:
+            raise NoteError(
+                f"the proof is from {document['old_size']} commits, the checkpoint is of "
+                f"{older.size}"
+            )
+        path = [base64.b64decode(step, validate=True) for step in document["path"]]
+    except (KeyError, TypeError, binascii.Error) as error:
+        raise NoteError(f"not a consistency document: {error!r}") from None
+    if older.origin != newer.origin:
+        raise NoteError(f"checkpoints of two journals: {older.origin!r} and {newer.origin!r}")
+    if not merkle.verify_consistency(older.size, newer.size, older.root, newer.root, path):
+        raise NoteError(
+            f"the checkpoint of {newer.size} does not extend the checkpoint of {older.size}: "
+            "the history was rewritten"
+        )
+    return older, newer

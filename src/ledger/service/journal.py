@@ -20,6 +20,7 @@ __all__ = [
     "ORIGIN",
     "Inclusion",
     "bet_inclusion",
+    "consistency_document",
     "latest_checkpoint",
     "latest_size",
     "proof_document",
@@ -88,6 +89,30 @@ def proof_document(store: Store, bet_uid: int) -> dict[str, Any]:
             }
             for proof in proofs
         ],
+    }
+
+
+def consistency_document(store: Store, old_size: int) -> dict[str, Any]:
+    """The proof that the newest kept checkpoint's tree extends the tree of its first
+    ``old_size`` records, with the newest checkpoint's signed note and the kept one of size
+    ``old_size`` (None when none of that size was kept: the holder of that checkpoint has it).
+    What ``ledger verify-consistency`` checks, against the checkpoint its holder saved."""
+    journal = JournalIntegrity(store)
+    latest = journal.latest()
+    if latest is None:
+        raise CheckpointNotFound("no checkpoint has been signed yet: run ledger checkpoint")
+    note = latest[0]
+    size = int(note.split("\n", 2)[1])
+    if not 0 <= old_size <= size:
+        raise CheckpointNotFound(
+            f"the newest checkpoint is of {size} commits: none of {old_size} can precede it"
+        )
+    old_note, path = journal.consistency(old_size, size)
+    return {
+        "old_size": old_size,
+        "old_checkpoint": old_note,
+        "checkpoint": note,
+        "path": [base64.b64encode(step).decode() for step in path],
     }
 
 

@@ -91,6 +91,15 @@ class JournalIntegrity(SideTables):
         assert signed_at is not None
         return row.note, signed_at
 
+    def consistency(self, old: int, new: int) -> tuple[str | None, list[bytes]]:
+        """The kept checkpoint note of size ``old`` (None: none of that size is kept), and the
+        proof that the tree of ``old`` records is the start of the tree of ``new``."""
+        with self._tx(write=False) as connection:
+            note = connection.execute(
+                select(journal_checkpoints.c.note).where(journal_checkpoints.c.size == old)
+            ).scalar()
+            return note, Nodes(connection).consistency_proof(old, new)
+
     def bet_proofs(self, uid: int, size: int) -> list[CommitProof] | None:
         """The commits that placed and closed bet ``uid`` (within the first ``size`` records),
         each with its inclusion proof in the tree of ``size``; None: no such bet."""

@@ -63,6 +63,11 @@ class Nodes:
         """The audit path of leaf ``index`` in the tree of ``size`` (RFC 6962 ``PATH``)."""
         return merkle.inclusion_proof(self._leaf, index, size, self.subtree)
 
+    def consistency_proof(self, old: int, new: int) -> list[bytes]:
+        """The proof that the tree of ``old`` is the start of the tree of ``new`` (RFC 6962
+        ``PROOF``)."""
+        return merkle.consistency_proof(self._leaf, old, new, self.subtree)
+
     def extend(self, size: int) -> int:
         """Keep every complete subtree of ``LOW`` levels or more within the first ``size``
         leaves not kept yet (in a writing transaction); how many were added."""

@@ -1,5 +1,5 @@
-"""The journal's integrity under ``/admin``: the newest signed checkpoint, and a bet's proof of
-inclusion in it (docs/integrity.md)."""
+"""The journal's integrity under ``/admin``: the newest signed checkpoint, the proof that it
+extends an older one, and a bet's proof of inclusion in it (docs/integrity.md)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import PathParameter
 
 from ...errors import CheckpointNotFound
+from ...service.journal import consistency_document, proof_document
 from ...service.journal import latest_checkpoint as newest
-from ...service.journal import proof_document
 from ..openapi import operator_docs
 from ..params import parse_id
 from ..runtime import Runtime
@@ -52,4 +52,15 @@ def journal_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
         uid = parse_id(bet_uid, "bet_uid")
         return await runtime.call(lambda ledger: proof_document(ledger.store, uid))
 
-    return [latest_checkpoint, bet_proof]
+    @get(
+        "/checkpoints/{old_size:str}/consistency",
+        summary="The proof that the newest signed checkpoint extends the one of old_size commits",
+        **operator_docs("request.invalid", "checkpoint.not_found"),
+    )
+    async def consistency(
+        old_size: Annotated[str, PathParameter(description="the older checkpoint's size")],
+    ) -> dict[str, Any]:
+        size = parse_id(old_size, "old_size")
+        return await runtime.call(lambda ledger: consistency_document(ledger.store, size))
+
+    return [latest_checkpoint, consistency, bet_proof]
