@@ -1,4 +1,4 @@
-"""The auditor's routine of docs/integrity.md, run as written, and its forty-line verifier."""
+"""The auditor's routine of docs/integrity.md, run as written, and its standalone verifier."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ def test_the_auditors_routine_works_as_written_and_the_standalone_verifier_agree
     assert "verified: bet 1's 2 commit(s) are in checkpoint 3 of ledger" in stdout, report
     assert "bet 1: included in checkpoint 3 of ledger, verified" in stdout, report
     assert "verified: checkpoint 3 of ledger extends checkpoint 3" in stdout, report
+    # The bet's rows, shown from the contents the records seal: placed, then settled for 30.00.
+    assert "  commit 3: its content holds the bet's rows" in stdout, report
+    assert "  C ['1', 'settled', '3000', 'EUR'," in stdout, report
     assert (tmp_path / "keys" / "signing.key").stat().st_mode & 0o777 == 0o600
 
 

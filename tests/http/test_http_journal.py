@@ -5,13 +5,16 @@ extends an older one, both checking against the public key."""
 from __future__ import annotations
 
 import base64
+import copy
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ledger.integrity import merkle
-from ledger.integrity.checkpoints import generate_key, open_checkpoint
-from ledger.integrity.proofs import check_consistency
+from ledger.integrity.checkpoints import NoteError, generate_key, open_checkpoint
+from ledger.integrity.proofs import bet_rows, check_consistency, check_proof
 from support.httpkit import OPERATOR_HEADERS, Wallet, serve
 from support.payloads import entry, place, settle
 
@@ -85,3 +88,35 @@ def test_without_a_checkpoint_the_latest_and_a_proof_are_404(tmp_path: Path) -> 
             answer = client.get(path, headers=OPERATOR_HEADERS)
             assert answer.status_code == 404
             assert answer.json()["error"] == "checkpoint.not_found"
+
+
+def test_a_proof_with_content_shows_the_bets_rows_and_refuses_a_changed_payout(
+    tmp_path: Path,
+) -> None:
+    signer, verifier = generate_key("ledger-test")
+    key = tmp_path / "signing.key"
+    key.write_text(signer + "\n")
+    with serve(tmp_path, signing_key=str(key), checkpoint_interval=0.1) as client:
+        wallet = Wallet(client)
+        assert wallet.deposit("u1", "100.00").status_code == 200
+        assert wallet.place(place(entry(1))).status_code == 200
+        assert wallet.settle(settle(7, (1, "30.00"))).status_code == 200
+        latest(wallet, 3)
+        shown = client.get("/admin/bets/1/proof?content=true", headers=OPERATOR_HEADERS).json()
+        bare = client.get("/admin/bets/1/proof", headers=OPERATOR_HEADERS).json()
+    assert all("content" not in commit for commit in bare["commits"])
+    assert check_proof(shown, verifier).size == 3
+    placed, closed = (bet_rows(commit["content"], 1) for commit in shown["commits"])
+    assert [tag for tag, _ in placed] == ["P", "P", "B"]  # its stake held, the bet
+    assert [tag for tag, _ in closed] == ["P", "P", "C"]  # stake released, prize, the bet
+    assert closed[-1][1][:4] == ["1", "settled", "3000", "EUR"]
+    forged = copy.deepcopy(shown)
+    forged["commits"][1]["content"] = closed_content = shown["commits"][1]["content"].replace(
+        '"3000"', '"9000"'
+    )
+    assert closed_content != shown["commits"][1]["content"]
+    with pytest.raises(NoteError, match="not the one its record seals"):
+        check_proof(forged, verifier)
+    other = {**shown, "bet_uid": 2}
+    with pytest.raises(NoteError, match="has no row of the bet"):
+        check_proof(other, verifier)

@@ -20,7 +20,7 @@ from ..integrity.checkpoints import (
     generate_key,
     open_checkpoint,
 )
-from ..integrity.proofs import check_consistency, check_proof
+from ..integrity.proofs import bet_rows, check_consistency, check_proof
 from ..service.journal import (
     ORIGIN,
     consistency_document,
@@ -142,10 +142,16 @@ def checkpoint(db: str, key: str, out: str | None, origin: str) -> None:
 @db_option
 @click.argument("bet_uid", type=int)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def prove(db: str, bet_uid: int, as_json: bool) -> None:
+@click.option(
+    "--content",
+    is_flag=True,
+    help="With each commit's canonical content, which shows the bet's rows (a close of many "
+    "bets: large).",
+)
+def prove(db: str, bet_uid: int, as_json: bool, content: bool) -> None:
     """The bet's commits and the proof of each in the latest signed checkpoint."""
     with opened(db, create=False) as book:
-        document = proof_document(book.store, bet_uid)
+        document = proof_document(book.store, bet_uid, content=content)
     if as_json:
         emit(document)
         return
@@ -153,6 +159,14 @@ def prove(db: str, bet_uid: int, as_json: bool) -> None:
     click.echo(f"bet {bet_uid}: {len(document['commits'])} commit(s) in the checkpoint of {size}")
     for commit in document["commits"]:
         click.echo(f"  commit {commit['seq']}: content {commit['content_hash']}")
+        _echo_rows(commit, bet_uid)
+
+
+def _echo_rows(commit: dict[str, Any], bet_uid: int) -> None:
+    """The bet's rows in ``commit``'s content, when the document carries it."""
+    if "content" in commit:
+        for tag, row in bet_rows(commit["content"], bet_uid):
+            click.echo(f"    {tag} {json.dumps(row, ensure_ascii=False)}")
 
 
 @click.command("verify-proof")
@@ -170,6 +184,10 @@ def verify_proof(file: str, public_key: str) -> None:
         f"verified: bet {document['bet_uid']}'s {len(document['commits'])} commit(s) are in "
         f"checkpoint {signed.size} of {signed.origin}"
     )
+    for commit in document["commits"]:
+        if "content" in commit:
+            click.echo(f"  commit {commit['seq']}: its content holds the bet's rows")
+            _echo_rows(commit, document["bet_uid"])
 
 
 @click.command("prove-consistency")

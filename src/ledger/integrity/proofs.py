@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +20,11 @@ from . import merkle
 from .canonical import RECORD_PREFIX
 from .checkpoints import Checkpoint, NoteError, open_checkpoint
 
-__all__ = ["check_consistency", "check_proof"]
+__all__ = ["bet_rows", "check_consistency", "check_proof"]
+
+_CONTENT = slice(len(RECORD_PREFIX) + 8 + 32, len(RECORD_PREFIX) + 8 + 64)  # in a record
+# Where a row names its bet: a bet's row (placed: B, closed: C) first, a posting's (P) sixth.
+_BET_AT = {"B": 0, "C": 0, "P": 5}
 
 
 def check_proof(document: Mapping[str, Any], verifier: str) -> Checkpoint:
@@ -36,9 +42,28 @@ def check_proof(document: Mapping[str, Any], verifier: str) -> Checkpoint:
             leaf = merkle.leaf_hash(record)
             if not merkle.verify_inclusion(leaf, seq - 1, signed.size, path, signed.root):
                 raise NoteError(f"commit {seq} is not in the checkpoint of {signed.size}")
-    except (KeyError, TypeError, binascii.Error) as error:
+            if "content" in commit:
+                content = commit["content"]
+                if hashlib.sha256(content.encode()).digest() != record[_CONTENT]:
+                    raise NoteError(f"commit {seq}: the content is not the one its record seals")
+                if not bet_rows(content, document["bet_uid"]):
+                    raise NoteError(f"commit {seq}: its content has no row of the bet")
+    except (KeyError, TypeError, ValueError, binascii.Error) as error:
         raise NoteError(f"not a proof document: {error!r}") from None
     return signed
+
+
+def bet_rows(content: str, uid: int) -> list[tuple[str, list[str | None]]]:
+    """The rows of bet ``uid`` in a commit's canonical content (docs/integrity.md), each with
+    its section's letter: the bet as placed (B) or closed (C), its postings (P)."""
+    decoder, position, found = json.JSONDecoder(), 0, []
+    while position < len(content):
+        tag = content[position]
+        rows, position = decoder.raw_decode(content, position + 1)
+        at = _BET_AT.get(tag)
+        if at is not None:
+            found += [(tag, row) for row in rows if row[at] == str(uid)]
+    return found
 
 
 def check_consistency(

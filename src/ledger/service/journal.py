@@ -64,17 +64,18 @@ def latest_size(store: Store) -> int | None:
     return None if latest is None else int(latest[0].split("\n", 2)[1])
 
 
-def proof_document(store: Store, bet_uid: int) -> dict[str, Any]:
+def proof_document(store: Store, bet_uid: int, *, content: bool = False) -> dict[str, Any]:
     """Bet ``bet_uid``'s commits, each record's bytes and its inclusion proof in the newest
     kept checkpoint, with that checkpoint's signed note (what ``ledger verify-proof`` and the
-    standalone verifier of docs/integrity.md check)."""
+    standalone verifier of docs/integrity.md check); with ``content``, each commit's canonical
+    content too, in which the bet's rows are found and whose hash the record carries."""
     journal = JournalIntegrity(store)
     latest = journal.latest()
     if latest is None:
         raise CheckpointNotFound("no checkpoint has been signed yet: run ledger checkpoint")
     note = latest[0]
     size = int(note.split("\n", 2)[1])
-    proofs = journal.bet_proofs(bet_uid, size)
+    proofs = journal.bet_proofs(bet_uid, size, content=content)
     if proofs is None:
         raise BetNotFound(f"bet {bet_uid} is not in the books", bet_uid=bet_uid)
     return {
@@ -86,6 +87,7 @@ def proof_document(store: Store, bet_uid: int) -> dict[str, Any]:
                 "record": base64.b64encode(proof.record).decode(),
                 "content_hash": proof.content_hash.hex(),
                 "path": [base64.b64encode(step).decode() for step in proof.path],
+                **({} if proof.content is None else {"content": proof.content}),
             }
             for proof in proofs
         ],

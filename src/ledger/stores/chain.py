@@ -321,6 +321,17 @@ def commit_content(connection: Connection, grp: int | None) -> Content:
     )
 
 
+def commit_text(connection: Connection, grp: int | None) -> str:
+    """The canonical content of commit ``grp`` itself (what :func:`commit_content` hashes), for
+    a proof that shows a bet's rows in it. Its size is the commit's: a set-based close of a
+    million bets is hundreds of megabytes."""
+    queries, parameters = (_OF_HISTORY, {}) if grp is None else (_OF_GROUP, {"grp": grp})
+    return "".join(
+        f"{tag}[{','.join(row for (row,) in connection.execute(query, parameters))}]"
+        for tag, query in queries
+    )
+
+
 # SQLite's record: three statements of plain SQL (the cheapest way; one writer holds the lock).
 _HEAD = "SELECT seq, record_hash FROM journal_head WHERE id = 1"
 _MOVE = "UPDATE journal_head SET seq = ?, prev_hash = ?, record_hash = ? WHERE id = 1"

@@ -35,6 +35,7 @@ class CommitProof:
     record: bytes
     content_hash: bytes
     path: list[bytes]
+    content: str | None = None  # the canonical content itself, when asked for
 
 
 class JournalIntegrity(SideTables):
@@ -100,9 +101,10 @@ class JournalIntegrity(SideTables):
             ).scalar()
             return note, Nodes(connection).consistency_proof(old, new)
 
-    def bet_proofs(self, uid: int, size: int) -> list[CommitProof] | None:
+    def bet_proofs(self, uid: int, size: int, *, content: bool = False) -> list[CommitProof] | None:
         """The commits that placed and closed bet ``uid`` (within the first ``size`` records),
-        each with its inclusion proof in the tree of ``size``; None: no such bet."""
+        each with its inclusion proof in the tree of ``size`` (and with ``content``, its
+        canonical content); None: no such bet."""
         with self._tx(write=False) as connection:
             row = connection.execute(
                 select(bets.c.placed_grp, bets.c.closed_grp, bets.c.state).where(bets.c.uid == uid)
@@ -138,5 +140,6 @@ class JournalIntegrity(SideTables):
                     record.seq, record.prev_hash, record.content_hash, record.committed_at
                 )
                 path = nodes.inclusion_proof(record.seq - 1, size)
-                proofs.append(CommitProof(record.seq, raw, record.content_hash, path))
+                text = chain.commit_text(connection, record.grp) if content else None
+                proofs.append(CommitProof(record.seq, raw, record.content_hash, path, text))
         return proofs

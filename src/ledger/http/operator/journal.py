@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from litestar import get
 from litestar.handlers import HTTPRouteHandler
-from litestar.params import PathParameter
+from litestar.params import PathParameter, QueryParameter
 
 from ...errors import CheckpointNotFound
 from ...service.journal import consistency_document, proof_document
@@ -48,9 +48,15 @@ def journal_handlers(runtime: Runtime) -> list[HTTPRouteHandler]:
     )
     async def bet_proof(
         bet_uid: Annotated[str, PathParameter(description="bet.uid")],
+        content: Annotated[
+            bool,
+            QueryParameter(
+                description="with each commit's canonical content (a close of many bets: large)"
+            ),
+        ] = False,
     ) -> dict[str, Any]:
         uid = parse_id(bet_uid, "bet_uid")
-        return await runtime.call(lambda ledger: proof_document(ledger.store, uid))
+        return await runtime.call(lambda ledger: proof_document(ledger.store, uid, content=content))
 
     @get(
         "/checkpoints/{old_size:str}/consistency",
