@@ -64,17 +64,21 @@ def latest_size(store: Store) -> int | None:
     return None if latest is None else int(latest[0].split("\n", 2)[1])
 
 
+def _newest(journal: JournalIntegrity) -> tuple[str, int]:
+    """The newest kept checkpoint's signed note and size; CheckpointNotFound: none yet."""
+    latest = journal.latest()
+    if latest is None:
+        raise CheckpointNotFound("no checkpoint has been signed yet: run ledger checkpoint")
+    return latest[0], int(latest[0].split("\n", 2)[1])
+
+
 def proof_document(store: Store, bet_uid: int, *, content: bool = False) -> dict[str, Any]:
     """Bet ``bet_uid``'s commits, each record's bytes and its inclusion proof in the newest
     kept checkpoint, with that checkpoint's signed note (what ``ledger verify-proof`` and the
     standalone verifier of docs/integrity.md check); with ``content``, each commit's canonical
     content too, in which the bet's rows are found and whose hash the record carries."""
     journal = JournalIntegrity(store)
-    latest = journal.latest()
-    if latest is None:
-        raise CheckpointNotFound("no checkpoint has been signed yet: run ledger checkpoint")
-    note = latest[0]
-    size = int(note.split("\n", 2)[1])
+    note, size = _newest(journal)
     proofs = journal.bet_proofs(bet_uid, size, content=content)
     if proofs is None:
         raise BetNotFound(f"bet {bet_uid} is not in the books", bet_uid=bet_uid)
@@ -100,11 +104,7 @@ def consistency_document(store: Store, old_size: int) -> dict[str, Any]:
     ``old_size`` (None when none of that size was kept: the holder of that checkpoint has it).
     What ``ledger verify-consistency`` checks, against the checkpoint its holder saved."""
     journal = JournalIntegrity(store)
-    latest = journal.latest()
-    if latest is None:
-        raise CheckpointNotFound("no checkpoint has been signed yet: run ledger checkpoint")
-    note = latest[0]
-    size = int(note.split("\n", 2)[1])
+    note, size = _newest(journal)
     if not 0 <= old_size <= size:
         raise CheckpointNotFound(
             f"the newest checkpoint is of {size} commits: none of {old_size} can precede it"
