@@ -547,6 +547,8 @@ def configure(server: Any, admin: str) -> None:
         pgdata=server.pgdata,
         user=server.system_user,
     )
+    # The server's handle follows the new postmaster: its cleanup stops the process it knows.
+    server.ensure_postgres_running()
 
 
 @contextlib.contextmanager

@@ -170,3 +170,27 @@ def test_the_benchmarks_give_postgres_the_settings_the_store_page_recommends() -
         for name, value in (line.split("=", 1) for line in block.splitlines() if "=" in line)
     }
     assert recommended == benchmark("run").POSTGRES_SETTINGS
+
+
+def test_the_benchmarks_postgres_runs_with_those_settings_and_stops_when_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The embedded server (not one of LEDGER_TEST_POSTGRES_URL, used as it is): the settings
+    take a restart, and the server that restart started is the one stopped after."""
+    import psycopg
+
+    monkeypatch.delenv("LEDGER_TEST_POSTGRES_URL", raising=False)
+
+    run = benchmark("run")
+    with run.postgres_database() as url, psycopg.connect(url.replace("+psycopg", "")) as c:
+        shown = {name: c.execute(f"SHOW {name}").fetchall()[0][0] for name in run.POSTGRES_SETTINGS}
+        directory = c.execute("SHOW data_directory").fetchall()[0][0]
+        pid = int((Path(directory) / "postmaster.pid").read_text().split()[0])
+    assert shown == run.POSTGRES_SETTINGS
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the benchmark's Postgres (pid {pid}) still runs")
