@@ -117,6 +117,10 @@ def test_a_proof_with_content_shows_the_bets_rows_and_refuses_a_changed_payout(
     assert closed_content != shown["commits"][1]["content"]
     with pytest.raises(NoteError, match="not the one its record seals"):
         check_proof(forged, verifier)
+    garbled = copy.deepcopy(shown)
+    garbled["commits"][1]["content"] = 5
+    with pytest.raises(NoteError, match="not a proof document"):
+        check_proof(garbled, verifier)
     other = {**shown, "bet_uid": 2}
     with pytest.raises(NoteError, match="has no row of the bet"):
         check_proof(other, verifier)

@@ -48,7 +48,7 @@ def check_proof(document: Mapping[str, Any], verifier: str) -> Checkpoint:
                     raise NoteError(f"commit {seq}: the content is not the one its record seals")
                 if not bet_rows(content, document["bet_uid"]):
                     raise NoteError(f"commit {seq}: its content has no row of the bet")
-    except (KeyError, IndexError, TypeError, ValueError, binascii.Error) as error:
+    except (AttributeError, KeyError, IndexError, TypeError, ValueError, binascii.Error) as error:
         raise NoteError(f"not a proof document: {error!r}") from None
     return signed
 
