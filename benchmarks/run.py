@@ -428,7 +428,8 @@ def settle_body(participants: int, first_uid: int) -> bytes:
 
 
 def place_entries(db: str, participants: int, first_uid: int) -> None:
-    """Open the entries directly through the library, with tickets so nobody needs funding."""
+    """Open the entries directly through the library, with tickets so nobody needs funding;
+    each user described as the settle describes them (as the platform's Place Bet does)."""
     import ledger
 
     book = ledger.open_ledger(db)
@@ -438,7 +439,7 @@ def place_entries(db: str, participants: int, first_uid: int) -> None:
                 {
                     "bets": [
                         {
-                            "user": {"uid": f"p{n}"},
+                            "user": {"uid": f"p{n}", "name": f"Player {n}", "client": "bench"},
                             "pool": {"uid": 9},
                             "bet": {
                                 "uid": first_uid + n,

@@ -90,10 +90,17 @@ class UserSeen(NamedTuple):
 
 
 class Seen(NamedTuple):
-    """The tournaments and users one request (or a batch of them) named."""
+    """The tournaments and users one request (or a batch of them) named.
+
+    ``entered``: the users placed these bets (a Place Bet), so when they were last seen moves
+    to now. A refund or a settle only describes its users: their names are recorded, but the
+    time they were last seen stays that of their last entry. It is what an operator asks of a
+    user ("when did they last play?"), and a settle of a million entries whose users the
+    platform describes as it did when they entered then rewrites none of their rows."""
 
     tournaments: tuple[TournamentSeen, ...] = ()
     users: tuple[UserSeen, ...] = ()
+    entered: bool = True
 
     def __bool__(self) -> bool:
         return bool(self.tournaments or self.users)

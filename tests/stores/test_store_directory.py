@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import ledger
+from ledger.commands import closes
 from ledger.paging import cursor
 from support import payloads as P
 from support.books import raises_key
@@ -258,3 +259,30 @@ def test_an_unchanged_row_is_rewritten_at_most_once_a_minute_and_a_change_at_onc
     assert renamed.name == "Neo"
     later = seen_at(70, 4, name="Neo")  # a new minute: both rows say when they were last seen
     assert [moment.astimezone(UTC).second for moment in later] == [10, 10]
+
+
+@pytest.mark.parametrize("set_based", [False, True], ids=["bet-by-bet", "set-based"])
+def test_a_settle_or_refund_renames_its_users_but_they_stay_last_seen_when_they_entered(
+    book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch, set_based: bool
+) -> None:
+    monkeypatch.setattr("ledger.stores.sql.datetime", _Clock)
+    if set_based:
+        monkeypatch.setattr(closes, "SET_BASED_FROM", 2)
+    fund(book, "u1", "u2", "u3")
+    _Clock.at = datetime(2026, 11, 22, 12, 0, 5, tzinfo=UTC)
+    book.place_bets(P.place(*(P.entry(uid, user=f"u{uid}") for uid in (1, 2, 3))))
+    entered = {uid: book.user(uid) for uid in ("u1", "u2", "u3")}
+    _Clock.at = datetime(2026, 11, 22, 14, 30, 0, tzinfo=UTC)
+    body = P.settle(7, (1, "30.00", "u1"), (2, "0.00", "u2"))
+    body["pools"][0]["bets"][0]["user"]["name"] = "Neo"
+    book.settle(body)
+    book.refund(P.refund(7, (3, "u3")))
+    for uid, before in entered.items():
+        after = book.user(uid)
+        assert before is not None
+        assert after is not None
+        assert (after.first_seen, after.last_seen) == (before.first_seen, before.last_seen)
+        assert after.name == ("Neo" if uid == "u1" else f"name-{uid}")
+    tournament = book.tournament(7)
+    assert tournament is not None
+    assert tournament.last_seen.astimezone(UTC) == _Clock.at  # the tournament was described

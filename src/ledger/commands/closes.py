@@ -366,7 +366,7 @@ def _close(
     result = _close_set(uow, items, closing, delivery, seen, bool(users)) if huge else None
     if result is None:
         if users:
-            seen = seen._replace(users=directory.described([*seen.users, *users]))
+            seen = seen._replace(users=directory.described([*seen.users, *users]), entered=False)
         closed: list[int] = []
         unchanged: list[int] = []
         for part, chunk in chunks.split(items):

@@ -53,7 +53,7 @@ TOURNAMENT_COLUMNS = (
 USER_COLUMNS = ("uid", "name", "client", "first_seen", "last_seen")
 
 
-def _keep_latest(table: str, columns: Sequence[str], dialect: Dialect) -> str:
+def _keep_latest(table: str, columns: Sequence[str], dialect: Dialect, *, seen: bool) -> str:
     # The rule of ledger.directory against what is recorded: a field the payload carries
     # replaces the recorded one, a field it does not carry (NULL) keeps it; first_seen stays.
     kept = ", ".join(f"{name} = COALESCE(excluded.{name}, {table}.{name})" for name in columns)
@@ -65,6 +65,9 @@ def _keep_latest(table: str, columns: Sequence[str], dialect: Dialect) -> str:
         f"excluded.{name} IS NOT NULL AND excluded.{name} {dialect.distinct_from} {table}.{name}"
         for name in columns
     )
+    if not seen:
+        # Users a refund or settle describes (Seen.entered false): their last_seen stays.
+        return f"ON CONFLICT (uid) DO UPDATE SET {kept} WHERE {differs}"
     minute = f"{dialect.minute('excluded.last_seen')} <> {dialect.minute(f'{table}.last_seen')}"
     return (
         f"ON CONFLICT (uid) DO UPDATE SET {kept}, last_seen = excluded.last_seen "
@@ -72,16 +75,18 @@ def _keep_latest(table: str, columns: Sequence[str], dialect: Dialect) -> str:
     )
 
 
-_UPSERTS: dict[type[Dialect], tuple[str, str]] = {}
+_UPSERTS: dict[type[Dialect], tuple[str, str, str]] = {}
 
 
-def _upserts(dialect: Dialect) -> tuple[str, str]:
-    """The tournament and the user upsert in ``dialect``'s SQL, built once per database kind."""
+def _upserts(dialect: Dialect) -> tuple[str, str, str]:
+    """The tournament upsert, the upsert of users who entered and that of users described, in
+    ``dialect``'s SQL, built once per database kind."""
     built = _UPSERTS.get(type(dialect))
     if built is None:
         built = _UPSERTS[type(dialect)] = (
-            _keep_latest("tournaments", TOURNAMENT_COLUMNS[1:7], dialect),
-            _keep_latest("users", USER_COLUMNS[1:3], dialect),
+            _keep_latest("tournaments", TOURNAMENT_COLUMNS[1:7], dialect, seen=True),
+            _keep_latest("users", USER_COLUMNS[1:3], dialect, seen=True),
+            _keep_latest("users", USER_COLUMNS[1:3], dialect, seen=False),
         )
     return built
 
@@ -89,7 +94,7 @@ def _upserts(dialect: Dialect) -> tuple[str, str]:
 def record_seen(connection: Connection, dialect: Dialect, seen: Seen, now: datetime) -> None:
     """Upsert the tournaments and users of ``seen`` (one uid each, sorted): one statement each."""
     at = dialect.timestamp(now)
-    tournament_upsert, user_upsert = _upserts(dialect)
+    tournament_upsert, entered, described = _upserts(dialect)
     if seen.tournaments:
         rows = [
             (
@@ -110,7 +115,8 @@ def record_seen(connection: Connection, dialect: Dialect, seen: Seen, now: datet
         )
     if seen.users:
         people = [(u.uid, u.name, u.client, at, at) for u in seen.users]
-        dialect.insert_rows(connection, users, USER_COLUMNS, people, upsert=user_upsert)
+        upsert = entered if seen.entered else described
+        dialect.insert_rows(connection, users, USER_COLUMNS, people, upsert=upsert)
 
 
 def record_staged_users(
@@ -119,22 +125,31 @@ def record_staged_users(
     """Upsert the users of the staged items of a huge close (``staged``: its table, with
     ``pos, user_uid, user_name, user_client``) in one statement: per user the description of
     its last item (:func:`ledger.directory.described`), in uid order, by the rule of
-    :func:`record_seen`. ``distinct``: no two items name the same user, so each item is its
-    user's last: no grouping of the items (a million distinct users on SQLite, three
-    alternated rounds of benchmarks/settle_split.py's step: 2.9-4.4 -> 2.0-3.1 s)."""
-    _, user_upsert = _upserts(dialect)
+    :func:`record_seen` for users a close describes. ``distinct``: no two items name the same
+    user, so each item is its user's last: no grouping of the items (a million distinct users
+    on SQLite, three alternated rounds of benchmarks/settle_split.py's step: 2.9-4.4 -> 2.0-3.1
+    s).
+
+    Only the users it would change reach the upsert (new ones, or a name or client that
+    differs): on Postgres an upsert locks every row it meets, changed or not, and a million
+    users described as they were recorded would each have their row written for that lock."""
+    _, _, described = _upserts(dialect)
     columns = ("user_name", "user_client")
     latest = (
         f"SELECT user_uid, {', '.join(columns)} FROM {staged}"  # noqa: S608 - code's names
         if distinct
         else dialect.latest_per(staged, "user_uid", columns, "pos")
     )
+    changes = " OR ".join(
+        f"u.{name} IS NOT NULL AND u.{name} {dialect.distinct_from} k.{name.removeprefix('user_')}"
+        for name in columns
+    )
     connection.execute(
         text(
             f"INSERT INTO users ({', '.join(USER_COLUMNS)}) "  # noqa: S608 - code's names
             f"SELECT u.user_uid, u.user_name, u.user_client, :at, :at FROM ({latest}) AS u "
-            # WHERE: SQLite's parser would otherwise read ON CONFLICT as a join's ON.
-            f"WHERE true ORDER BY u.user_uid {user_upsert}"
+            f"LEFT JOIN users AS k ON k.uid = u.user_uid WHERE k.uid IS NULL OR {changes} "
+            f"ORDER BY u.user_uid {described}"
         ),
         {"at": dialect.timestamp(now)},
     )
