@@ -53,7 +53,7 @@ TOURNAMENT_COLUMNS = (
 USER_COLUMNS = ("uid", "name", "client", "first_seen", "last_seen")
 
 
-def _keep_latest(table: str, columns: Sequence[str], dialect: Dialect, *, seen: bool) -> str:
+def _keep_latest(table: str, columns: Sequence[str], dialect: Dialect, *, entered: bool) -> str:
     # The rule of ledger.directory against what is recorded: a field the payload carries
     # replaces the recorded one, a field it does not carry (NULL) keeps it; first_seen stays.
     kept = ", ".join(f"{name} = COALESCE(excluded.{name}, {table}.{name})" for name in columns)
@@ -65,7 +65,7 @@ def _keep_latest(table: str, columns: Sequence[str], dialect: Dialect, *, seen: 
         f"excluded.{name} IS NOT NULL AND excluded.{name} {dialect.distinct_from} {table}.{name}"
         for name in columns
     )
-    if not seen:
+    if not entered:
         # Users a refund or settle describes (Seen.entered false): their last_seen stays.
         return f"ON CONFLICT (uid) DO UPDATE SET {kept} WHERE {differs}"
     minute = f"{dialect.minute('excluded.last_seen')} <> {dialect.minute(f'{table}.last_seen')}"
@@ -84,9 +84,9 @@ def _upserts(dialect: Dialect) -> tuple[str, str, str]:
     built = _UPSERTS.get(type(dialect))
     if built is None:
         built = _UPSERTS[type(dialect)] = (
-            _keep_latest("tournaments", TOURNAMENT_COLUMNS[1:7], dialect, seen=True),
-            _keep_latest("users", USER_COLUMNS[1:3], dialect, seen=True),
-            _keep_latest("users", USER_COLUMNS[1:3], dialect, seen=False),
+            _keep_latest("tournaments", TOURNAMENT_COLUMNS[1:7], dialect, entered=True),
+            _keep_latest("users", USER_COLUMNS[1:3], dialect, entered=True),
+            _keep_latest("users", USER_COLUMNS[1:3], dialect, entered=False),
         )
     return built
 
@@ -148,6 +148,7 @@ def record_staged_users(
         text(
             f"INSERT INTO users ({', '.join(USER_COLUMNS)}) "  # noqa: S608 - code's names
             f"SELECT u.user_uid, u.user_name, u.user_client, :at, :at FROM ({latest}) AS u "
+            # A WHERE after the join: SQLite's parser would otherwise read ON CONFLICT as its ON.
             f"LEFT JOIN users AS k ON k.uid = u.user_uid WHERE k.uid IS NULL OR {changes} "
             f"ORDER BY u.user_uid {described}"
         ),
