@@ -82,6 +82,7 @@ def balances(url: str) -> dict[str, object]:
         }
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_a_backup_taken_while_place_bets_are_written_passes_ledger_check(tmp_path: Path) -> None:
     server = funded_server(tmp_path)
     try:

@@ -147,6 +147,7 @@ def test_every_ablation_switch_reaches_the_mechanism_it_turns_off() -> None:
         assert done.returncode == 0, f"{name}: {done.stderr[-2000:]}"
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_serve_start_reports_the_time_to_health_and_the_busy_port_refusal(tmp_path: Path) -> None:
     out = tmp_path / "serve.json"
     done = subprocess.run(

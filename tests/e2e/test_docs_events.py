@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from support.readme import ROOT, marked_block, run_block
 
 PAGE = "docs/events.md"
 MARKER = "<!-- tested by tests/e2e/test_docs_events.py"
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_events_example_works_as_written_and_prints_what_it_shows(tmp_path: Path) -> None:
     block = marked_block(MARKER, path=PAGE)
     code, stdout, stderr = run_block(block, tmp_path)

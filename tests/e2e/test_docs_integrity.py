@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import ledger
 from support import payloads as P
 from support.readme import marked_block, run_block
@@ -12,6 +14,7 @@ PAGE = "docs/integrity.md"
 MARKER = "<!-- tested by tests/e2e/test_docs_integrity.py"
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_auditors_routine_works_as_written_and_the_standalone_verifier_agrees(
     tmp_path: Path,
 ) -> None:
@@ -52,6 +55,7 @@ def test_the_standalone_verifier_refuses_a_proof_whose_checkpoint_was_forged(
     assert "InvalidSignature" in stderr, stderr[-2000:]
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_a_newer_checkpoint_is_proved_to_extend_a_saved_one_and_another_history_is_refused(
     tmp_path: Path,
 ) -> None:

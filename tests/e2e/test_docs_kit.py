@@ -17,6 +17,7 @@ def block(name: str) -> str:
     return marked_block(f"<!-- tested by tests/e2e/test_docs_kit.py: {name} -->", path=PAGE)
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_validate_block_passes_every_check_against_this_wallet(tmp_path: Path) -> None:
     code, stdout, stderr = run_block(block("validate"), tmp_path)
     report = f"stdout:\n{stdout[-4000:]}\nstderr:\n{stderr[-3000:]}"
@@ -52,6 +53,7 @@ def test_the_tickets_block_creates_lists_and_deletes_and_stops_its_server(tmp_pa
     assert '"id": 2' in stdout, report  # the deleted ticket
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_clean_up_block_keeps_a_run_then_takes_it_out_and_the_books_check(
     tmp_path: Path,
 ) -> None:

@@ -29,6 +29,7 @@ def test_the_token_block_exports_its_secret_and_mints_three_tokens(tmp_path: Pat
     assert "warning" not in stderr, stderr  # a secret of 32 bytes: no short-secret warning
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_backup_block_copies_checks_and_refuses_to_overwrite(tmp_path: Path) -> None:
     for _run in range(2):  # it can be run again in the same directory
         code, stdout, stderr = run_block(block("backup-and-restore.md", "backup"), tmp_path)

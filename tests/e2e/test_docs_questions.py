@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from support.readme import marked_block, run_block
 
 PAGE = "docs/questions.md"
@@ -18,6 +20,7 @@ REQUEST_ID = "<!-- tested by tests/e2e/test_docs_questions.py: where is this req
 DIRECTORY = "<!-- tested by tests/e2e/test_docs_questions.py: tournaments, users and bets -->"
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_where_is_this_request_id_block_works_as_written(tmp_path: Path) -> None:
     block = marked_block(REQUEST_ID, path=PAGE)
     code, stdout, stderr = run_block(block, tmp_path)
@@ -41,6 +44,7 @@ def test_where_is_this_request_id_block_works_as_written(tmp_path: Path) -> None
     assert [row["request_id"] for row in exported] == ["7c1e5a52-paid", "7c1e5a52-poor"], report
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_operator_questions_block_runs_as_written_and_answers_them(tmp_path: Path) -> None:
     block = marked_block(DIRECTORY, path=PAGE)
     bin_dir = Path(sys.executable).parent  # the .venv/bin/ the page means

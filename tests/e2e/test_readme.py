@@ -68,6 +68,7 @@ def test_the_three_commands_deposit_show_and_check(tmp_path: Path) -> None:
         assert check.startswith("ok: "), stdout
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_console_block_adds_the_first_admin_and_serves_the_sign_in_page(
     tmp_path: Path,
 ) -> None:

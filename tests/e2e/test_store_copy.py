@@ -109,6 +109,7 @@ def test_a_sqlite_ledger_moves_whole_into_postgres_and_takes_new_writes(
     assert "alice" in listed.stdout, listed.stdout + listed.stderr
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_a_copy_into_a_database_that_holds_a_ledger_is_refused_whole(
     tmp_path: Path, postgres_url: str
 ) -> None:

@@ -240,6 +240,7 @@ def test_a_simulate_run_leaves_the_wallet_as_it_found_it(wallet: tuple[Server, s
     assert_as_found(server, database, own)
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_kit_refuses_a_production_server_unless_allowed(tmp_path: Path) -> None:
     env = server_env(f"sqlite:///{tmp_path}/wallet.db", LEDGER_ENVIRONMENT="production")
     with run_server(tmp_path, env) as server:
