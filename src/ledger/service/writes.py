@@ -205,6 +205,5 @@ def _tournaments_seen(pools: Iterable[Pool]) -> tuple[TournamentSeen, ...]:
 def _pools_seen(request: RefundRequest | SettleRequest) -> Seen:
     """What a refund or settle said of its tournaments. Its users, one per item, the writer
     reads from the request itself (a huge close records them in SQL from its staged items,
-    rather than sorting and upserting a million of them from Python: ``ledger.writer``). They
-    did not enter anything: :attr:`ledger.directory.Seen.entered` is false."""
-    return Seen(_tournaments_seen(pool.pool for pool in request.pools), entered=False)
+    rather than sorting and upserting a million of them from Python: ``ledger.writer``)."""
+    return Seen(_tournaments_seen(pool.pool for pool in request.pools))

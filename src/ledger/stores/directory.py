@@ -53,7 +53,9 @@ TOURNAMENT_COLUMNS = (
 USER_COLUMNS = ("uid", "name", "client", "first_seen", "last_seen")
 
 
-def _keep_latest(table: str, columns: Sequence[str], dialect: Dialect, *, entered: bool) -> str:
+def _keep_latest(
+    table: str, columns: Sequence[str], dialect: Dialect, *, moves_last_seen: bool
+) -> str:
     # The rule of ledger.directory against what is recorded: a field the payload carries
     # replaces the recorded one, a field it does not carry (NULL) keeps it; first_seen stays.
     kept = ", ".join(f"{name} = COALESCE(excluded.{name}, {table}.{name})" for name in columns)
@@ -61,17 +63,22 @@ def _keep_latest(table: str, columns: Sequence[str], dialect: Dialect, *, entere
     # tournament exactly as the last one did, and rewriting their rows on every request was
     # most of the directory's cost. last_seen is therefore kept to the minute: a row seen again
     # within the same minute, unchanged, keeps the first time of that minute.
-    differs = " OR ".join(
-        f"excluded.{name} IS NOT NULL AND excluded.{name} {dialect.distinct_from} {table}.{name}"
-        for name in columns
-    )
-    if not entered:
+    differs = _differs([(f"excluded.{name}", f"{table}.{name}") for name in columns], dialect)
+    if not moves_last_seen:
         # Users a refund or settle describes (Seen.entered false): their last_seen stays.
         return f"ON CONFLICT (uid) DO UPDATE SET {kept} WHERE {differs}"
     minute = f"{dialect.minute('excluded.last_seen')} <> {dialect.minute(f'{table}.last_seen')}"
     return (
         f"ON CONFLICT (uid) DO UPDATE SET {kept}, last_seen = excluded.last_seen "
         f"WHERE {minute} OR {differs}"
+    )
+
+
+def _differs(pairs: Sequence[tuple[str, str]], dialect: Dialect) -> str:
+    """Whether any ``(new, recorded)`` pair of expressions says something new: a value carried
+    (not NULL) that differs from the recorded one."""
+    return " OR ".join(
+        f"{new} IS NOT NULL AND {new} {dialect.distinct_from} {old}" for new, old in pairs
     )
 
 
@@ -84,9 +91,9 @@ def _upserts(dialect: Dialect) -> tuple[str, str, str]:
     built = _UPSERTS.get(type(dialect))
     if built is None:
         built = _UPSERTS[type(dialect)] = (
-            _keep_latest("tournaments", TOURNAMENT_COLUMNS[1:7], dialect, entered=True),
-            _keep_latest("users", USER_COLUMNS[1:3], dialect, entered=True),
-            _keep_latest("users", USER_COLUMNS[1:3], dialect, entered=False),
+            _keep_latest("tournaments", TOURNAMENT_COLUMNS[1:7], dialect, moves_last_seen=True),
+            _keep_latest("users", USER_COLUMNS[1:3], dialect, moves_last_seen=True),
+            _keep_latest("users", USER_COLUMNS[1:3], dialect, moves_last_seen=False),
         )
     return built
 
@@ -140,10 +147,7 @@ def record_staged_users(
         if distinct
         else dialect.latest_per(staged, "user_uid", columns, "pos")
     )
-    changes = " OR ".join(
-        f"u.{name} IS NOT NULL AND u.{name} {dialect.distinct_from} k.{name.removeprefix('user_')}"
-        for name in columns
-    )
+    changes = _differs([(f"u.user_{name}", f"k.{name}") for name in ("name", "client")], dialect)
     connection.execute(
         text(
             f"INSERT INTO users ({', '.join(USER_COLUMNS)}) "  # noqa: S608 - code's names
