@@ -103,10 +103,18 @@ def test_writer_child_reports_its_cost_by_phase_and_the_log_pages_of_a_commit() 
 
 def test_the_machines_idle_share_is_what_the_cores_left_unused() -> None:
     run = benchmark("run")
-    assert run.idle_share((1000, 400), (1400, 500)) == pytest.approx(0.25)
-    assert run.idle_share((1000, 400), (1000, 400)) == 0  # no tick between: nothing to say
-    total, idle = run.machine_ticks()
-    assert total >= idle >= 0
+    assert run.idle_share((1000, 400, 0), (1400, 500, 0)) == pytest.approx(0.25)
+    assert run.idle_share((1000, 400, 0), (1000, 400, 0)) == 0  # no tick between: nothing to say
+    total, idle, stolen = run.machine_ticks()
+    assert total >= idle + stolen
+    assert idle >= 0
+    assert stolen >= 0
+
+
+def test_the_stolen_share_is_the_hypervisors_part_of_all_cores_time() -> None:
+    run = benchmark("run")
+    assert run.steal_share((1000, 400, 10), (1400, 500, 30)) == pytest.approx(0.05)
+    assert run.steal_share((1000, 400, 10), (1000, 400, 10)) == 0
 
 
 def test_the_place_bet_body_of_the_embedded_benchmarks_is_the_one_wrk_sends() -> None:
