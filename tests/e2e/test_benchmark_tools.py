@@ -115,6 +115,10 @@ def test_the_stolen_share_is_the_hypervisors_part_of_all_cores_time() -> None:
     run = benchmark("run")
     assert run.steal_share((1000, 400, 10), (1400, 500, 30)) == pytest.approx(0.05)
     assert run.steal_share((1000, 400, 10), (1000, 400, 10)) == 0
+    figure, echo = {"machine_steal_share": 0.11}, {"machine_steal_share": 0.17}
+    assert run.stolen(figure, echo) == ", stolen 11% (echo 17%)"
+    assert run.stolen(figure) == ", stolen 11%"
+    assert run.stolen({}, echo) == ""  # a results file from before the steal was measured
 
 
 def test_the_place_bet_body_of_the_embedded_benchmarks_is_the_one_wrk_sends() -> None:
