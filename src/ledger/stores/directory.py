@@ -141,17 +141,19 @@ def record_staged_users(
     differs): on Postgres an upsert locks every row it meets, changed or not, and a million
     users described as they were recorded would each have their row written for that lock."""
     _, _, described = _upserts(dialect)
-    columns = ("user_name", "user_client")
+    named = USER_COLUMNS[1:3]  # what a payload says of a user: name, client
+    columns = tuple(f"user_{name}" for name in named)  # their staged columns
     latest = (
         f"SELECT user_uid, {', '.join(columns)} FROM {staged}"  # noqa: S608 - code's names
         if distinct
         else dialect.latest_per(staged, "user_uid", columns, "pos")
     )
-    changes = _differs([(f"u.user_{name}", f"k.{name}") for name in ("name", "client")], dialect)
+    changes = _differs([(f"u.user_{name}", f"k.{name}") for name in named], dialect)
     connection.execute(
         text(
             f"INSERT INTO users ({', '.join(USER_COLUMNS)}) "  # noqa: S608 - code's names
-            f"SELECT u.user_uid, u.user_name, u.user_client, :at, :at FROM ({latest}) AS u "
+            f"SELECT u.user_uid, {', '.join(f'u.{c}' for c in columns)}, :at, :at "
+            f"FROM ({latest}) AS u "
             # A WHERE after the join: SQLite's parser would otherwise read ON CONFLICT as its ON.
             f"LEFT JOIN users AS k ON k.uid = u.user_uid WHERE k.uid IS NULL OR {changes} "
             f"ORDER BY u.user_uid {described}"
