@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
@@ -31,7 +30,7 @@ from ...integrity.canonical import Content
 from .. import chain
 from ..base import Retry
 from ..dialect import BalanceMemo, remembered
-from . import pipeline
+from . import pipeline, temp_buffers
 from .arrays import ARRAYS, BULK_ROWS, Array, Bigints, array_type
 from .content import stage_content
 from .ids import IdBlock
@@ -108,8 +107,7 @@ class PostgresDialect:
     def release(self, connection: Connection, *, committed: bool) -> None:
         # Postgres locks rows, and its locks end with the transaction; its checkpointer process
         # copies the log, never a commit.
-        with contextlib.suppress(SQLAlchemyError):
-            connection.close()
+        temp_buffers.release(connection)
 
     def allocate_transaction_ids(self, connection: Connection, count: int) -> list[int]:
         return self._ids["transaction_ids"].take(connection, count)
@@ -369,8 +367,11 @@ class PostgresDialect:
         try:
             with driver.cursor() as cursor, cursor.copy(statement) as copy:
                 copy.set_types([_TEMP_TYPES[kind] for _, kind in staged])
+                items = 0
                 for row in rows:
                     copy.write_row(row)
+                    items += 1
+            temp_buffers.staged(connection, items)
         except psycopg.Error as error:
             # On the driver's connection, past SQLAlchemy: its errors come out as SQLAlchemy's
             # (as _run's do), so that the store translates them (a lost connection: 503).

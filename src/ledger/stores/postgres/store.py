@@ -11,6 +11,7 @@ from ...errors import (
 )
 from .. import revision
 from ..sql import SqlStore
+from . import temp_buffers
 from .dialect import PostgresDialect
 from .urls import DEFAULT_PREPARE_THRESHOLD, connection_url, parse_prepare_threshold
 
@@ -40,7 +41,7 @@ class PostgresStore(SqlStore):
             prepare_threshold = parse_prepare_threshold(prepare_threshold)
         options = (
             f"-c lock_timeout={int(lock_timeout * 1000)} "
-            f"-c statement_timeout={int(statement_timeout * 1000)}"
+            f"-c statement_timeout={int(statement_timeout * 1000)} {temp_buffers.OPTION}"
         )
         # Across a failover: a pooled connection that sat idle is pinged before use and replaced
         # if its host went away (_pinger), and SQLAlchemy invalidates the whole pool on the
