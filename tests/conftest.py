@@ -154,3 +154,14 @@ def book(store_url: str) -> Iterator[ledger.Ledger]:
     """An open ledger on ``store_url``."""
     with ledger.open_ledger(store_url) as opened:
         yield opened
+
+
+@pytest.fixture
+def pg_book(postgres_cluster: PostgresCluster) -> Iterator[ledger.Ledger]:
+    """An open ledger on a fresh, migrated Postgres database."""
+    name = postgres_cluster.create_database(postgres_cluster.migrated_template())
+    try:
+        with ledger.open_ledger(postgres_cluster.url(name)) as opened:
+            yield opened
+    finally:
+        postgres_cluster.drop_database(name)

@@ -14,7 +14,6 @@ writer after the lock found it missing is a Retry, never added to.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal as D
@@ -35,17 +34,6 @@ from ledger.stores.postgres import pipeline as pg_pipeline
 from ledger.stores.postgres import pool as pg_pool
 from support import payloads as P
 from support.books import balance, execute_raw
-
-
-@pytest.fixture
-def pg_book(postgres_cluster: Any) -> Iterator[ledger.Ledger]:
-    """An open ledger on a fresh, migrated Postgres database."""
-    name = postgres_cluster.create_database(postgres_cluster.migrated_template())
-    try:
-        with ledger.open_ledger(postgres_cluster.url(name)) as book:
-            yield book
-    finally:
-        postgres_cluster.drop_database(name)
 
 
 def _store(book: ledger.Ledger) -> PostgresStore:

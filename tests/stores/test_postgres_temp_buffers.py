@@ -4,7 +4,6 @@ session afterwards (ledger.stores.postgres.temp_buffers)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,22 +12,6 @@ import ledger
 from ledger.commands import closes
 from ledger.stores.postgres import PostgresDialect, PostgresStore, temp_buffers
 from support import payloads as P
-
-
-@pytest.fixture
-def pg_book(postgres_cluster: Any) -> Iterator[ledger.Ledger]:
-    name = postgres_cluster.create_database(postgres_cluster.migrated_template())
-    try:
-        with ledger.open_ledger(postgres_cluster.url(name)) as book:
-            yield book
-    finally:
-        postgres_cluster.drop_database(name)
-
-
-def _store(book: ledger.Ledger) -> PostgresStore:
-    store = book.store
-    assert isinstance(store, PostgresStore)
-    return store
 
 
 def _closing_backends(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -56,7 +39,9 @@ def _alive(store: PostgresStore, pid: int) -> bool:
 def test_every_connection_has_room_for_a_huge_close_in_its_own_memory(
     pg_book: ledger.Ledger,
 ) -> None:
-    with _store(pg_book).engine.connect() as connection:
+    store = pg_book.store
+    assert isinstance(store, PostgresStore)
+    with store.engine.connect() as connection:
         room = connection.exec_driver_sql("SHOW temp_buffers").scalar()
     assert room == temp_buffers.TEMP_BUFFERS
 
@@ -64,7 +49,8 @@ def test_every_connection_has_room_for_a_huge_close_in_its_own_memory(
 def test_a_connection_that_staged_a_huge_close_is_closed_and_a_smaller_ones_is_kept(
     pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = _store(pg_book)
+    store = pg_book.store
+    assert isinstance(store, PostgresStore)
     monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     monkeypatch.setattr(temp_buffers, "RETIRE_FROM", 6)
     backends = _closing_backends(monkeypatch)
