@@ -4,10 +4,10 @@ A set-based close stages its items and the rows it derives from them in temporar
 (:mod:`ledger.stores.closing`): 306 MiB at a settle of 1,000,000 participants. Postgres keeps
 temporary tables in the session's local buffers, 8 MB by default (``temp_buffers``); past that,
 every page went out to a file and was read back, through the kernel, statement after
-statement. With room for them (:data:`TEMP_BUFFERS`), the Postgres server's CPU for that settle
-was 48.5 s against 43.7 s (medians of seven runs each on one book copied from a template,
-alternated: ``benchmarks/settle_split.py``'s measure; the runs of one variant spread 39 to 58 s
-on this shared machine, and the larger setting won six of the seven pairs).
+statement. With room for them, the Postgres server's CPU for that settle was 43.7 s against
+48.5 s without (medians of seven runs each on one book copied from a template, alternated, with
+room of 1 GB; the tables fit in :data:`TEMP_BUFFERS` as well; the runs of one variant spread 39
+to 58 s on this shared machine, and the room won six of the seven pairs).
 
 Postgres allocates local buffers as a session first uses them and frees them only when it ends,
 and ``temp_buffers`` cannot change once a session has used a temporary table; so every
