@@ -26,6 +26,7 @@ ROOMS = [
     "src/ledger/stores/postgres/locked.py",
     "src/ledger/stores/postgres/ids.py",
     "src/ledger/stores/postgres/pool.py",
+    "src/ledger/stores/postgres/temp_buffers.py",
     "src/ledger/stores/closing/__init__.py",
     "src/ledger/service/payloads.py",
     "src/ledger/http/asgi_request.py",
