@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from ledger.webhooks import sign
 from support.readme import marked_block, run_block
 
@@ -37,6 +39,7 @@ def test_the_readme_receiver_accepts_what_the_sender_signs_and_nothing_else() ->
     assert not verify(SECRET, body, "garbage")
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_the_readme_status_block_runs_and_shows_the_failing_endpoint(tmp_path: Path) -> None:
     code, stdout, stderr = run_block(marked_block(STATUS, path=PAGE), tmp_path)
     assert code == 0, (stdout, stderr)

@@ -275,6 +275,7 @@ def test_validate_fails_with_one_check_when_the_wallet_is_unreachable() -> None:
     assert "0/1 checks passed" in result.stdout
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_validate_passes_against_our_server_on_postgres(tmp_path: Path, postgres_url: str) -> None:
     upgrade = subprocess.run(
         [*ledger_command(), "db", "upgrade", "--db", postgres_url],

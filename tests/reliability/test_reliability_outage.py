@@ -55,6 +55,7 @@ def dedicated() -> Iterator[DedicatedPostgres]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow  # a long run: the default ring stays under ten minutes
 def test_database_outage_answers_503_quickly_and_resent_deliveries_then_apply_once(
     tmp_path: Path, dedicated: DedicatedPostgres
 ) -> None:
