@@ -364,18 +364,20 @@ class PostgresDialect:
         staged = columns[:filled]
         names = ", ".join(column for column, _ in staged)
         statement = f"COPY {name} ({names}) FROM STDIN (FORMAT BINARY)"
+        items = 0
         try:
             with driver.cursor() as cursor, cursor.copy(statement) as copy:
                 copy.set_types([_TEMP_TYPES[kind] for _, kind in staged])
-                items = 0
                 for row in rows:
                     copy.write_row(row)
                     items += 1
-            temp_buffers.staged(connection, items)
         except psycopg.Error as error:
             # On the driver's connection, past SQLAlchemy: its errors come out as SQLAlchemy's
             # (as _run's do), so that the store translates them (a lost connection: 503).
             raise DBAPIError.instance(statement, None, error, psycopg.Error) from error
+        finally:
+            # Whatever the COPY got through (it may fail midway): those pages are the session's.
+            temp_buffers.staged(connection, items)
 
     def analyze(self, connection: Connection, names: Sequence[str]) -> None:
         # Temporary tables have no statistics until analysed: the planner would take a million

@@ -43,9 +43,11 @@ _LARGE = "ledger.large_temporary_tables"  # in the pooled connection's info
 
 
 def staged(connection: Connection, items: int) -> None:
-    """Note that ``connection``'s unit of work staged ``items`` items in temporary tables."""
+    """Note that ``connection``'s unit of work staged ``items`` items in temporary tables (never
+    raises: it runs after a failed COPY too, whose error is the one to report)."""
     if items >= RETIRE_FROM:
-        connection.info[_LARGE] = True
+        with contextlib.suppress(SQLAlchemyError):
+            connection.info[_LARGE] = True
 
 
 def release(connection: Connection) -> None:
