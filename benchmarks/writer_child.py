@@ -53,9 +53,13 @@ def _timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
 
 def instrument() -> None:
     """Wrap the steps of a Place Bet batch (what ``ledger.writer.child.child_main`` reaches)."""
+    from sqlalchemy.engine import Connection
+
     from ledger import domain
     from ledger.commands import places
     from ledger.stores import sql
+    from ledger.stores.postgres.dialect import PostgresDialect
+    from ledger.stores.sqlite.dialect import SqliteDialect
 
     steps = {
         "decision (balances read, domain)": (places, "_decide_places"),
@@ -68,9 +72,18 @@ def instrument() -> None:
         "unit of work begin": (sql.SqlUnitOfWork, "__enter__"),
         "unit of work end": (sql.SqlUnitOfWork, "__exit__"),
         "commit": (sql.SqlUnitOfWork, "commit"),
+        # Parts of the commit: the database's own (on Postgres it carries the writes held for
+        # it), and the journal chain's content and record.
+        "commit: the database's COMMIT": (Connection, "commit"),
     }
     for label, (owner, name) in steps.items():
         setattr(owner, name, _timed(label, getattr(owner, name)))
+    for dialect in (SqliteDialect, PostgresDialect):
+        for label, name in (
+            ("commit: the chain's content", "commit_content"),
+            ("commit: the chain's record", "seal_chain"),
+        ):
+            setattr(dialect, name, _timed(label, getattr(dialect, name)))
 
 
 def wal_frames(shm: int) -> int:
