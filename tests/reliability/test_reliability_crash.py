@@ -29,9 +29,10 @@ from support.faults import (
     LedgerProcess,
     PlatformDriver,
     balances_of,
+    books_and_journal,
     deposit,
+    journal_diagnosis,
     journal_mismatches,
-    journalled_200,
     ledger_check,
     server_env,
     stored_bets,
@@ -40,6 +41,31 @@ from support.faults import (
 )
 
 USERS = [f"crash-u{index}" for index in range(8)]
+
+
+def explain(
+    store_url: str,
+    stored: dict[int, tuple[str, int | None]],
+    journal: dict[str, tuple[str, list[int]]],
+    requests: list[str],
+    server: LedgerProcess,
+) -> str:
+    """What a failure's message adds to a mismatch: whether anything still wrote after the kill
+    (the same reads a second later), and what the database and the log say of its bets."""
+    time.sleep(1)
+    later = books_and_journal(store_url)
+    moved = "changed" if later != (stored, journal) else "did not change"
+    uids = sorted(
+        {
+            uid
+            for problem in journal_mismatches(stored, journal, requests)
+            if " names bet " in problem
+            for uid in [int(problem.split(" names bet ")[1].split(":")[0])]
+        }
+    )
+    return f"the books read again a second after the kill {moved}\n" + journal_diagnosis(
+        store_url, uids, server.output()
+    )
 
 
 def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int, workers: int = 1) -> None:
@@ -54,6 +80,7 @@ def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int, workers:
         lost: dict[str, None] = {}  # ordered and without repeats: later kills re-check all
         checked = 0
         journal_checked = 0
+        explained = False  # the first mismatch's details are in the message
         with driver.running(threads=6):
             for number in range(kills):
                 # Some traffic must be answered by this incarnation before it is killed: a slow
@@ -81,13 +108,16 @@ def crash_run(tmp_path: Path, store_url: str, *, kills: int, seed: int, workers:
                 # The server is dead: what the database holds now is all it will ever hold of
                 # the deliveries answered so far.
                 acknowledged = driver.acknowledged_so_far()
-                stored = stored_bets(store_url)
-                lost.update(dict.fromkeys(unacknowledged_in(stored, acknowledged)))
-                # The delivery journal, read after the kill too: a 200 row iff its effects
-                # committed (both are written in one transaction).
-                journal = journalled_200(store_url)
                 requests = driver.acknowledged_requests_so_far()
-                lost.update(dict.fromkeys(journal_mismatches(stored, journal, requests)))
+                # The books and the delivery journal, read after the kill in one read
+                # transaction: a 200 row iff its effects committed (one transaction writes both).
+                stored, journal = books_and_journal(store_url)
+                lost.update(dict.fromkeys(unacknowledged_in(stored, acknowledged)))
+                mismatches = journal_mismatches(stored, journal, requests)
+                lost.update(dict.fromkeys(mismatches))
+                if mismatches and not explained:
+                    explained = True
+                    lost[explain(store_url, stored, journal, requests, server)] = None
                 journal_checked += len(requests)
                 checked += len(acknowledged)
                 server.start()

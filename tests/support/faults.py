@@ -184,16 +184,33 @@ class LedgerProcess:
 
 
 def _live_members(group: int) -> list[int]:
-    """The processes of process group ``group`` that are not zombies."""
+    """The processes of process group ``group`` with a thread still alive.
+
+    A SIGKILLed process's main thread can be a zombie while another of its threads finishes a
+    system call: a group-commit writer's thread in the write or fsync of a commit. Until it has
+    gone, SQLite's locks of that process are held, so a reader trusts the log's index as the
+    process left it, and the commit shows only to a reader that comes after (it recovers the
+    log): two reads in a row would disagree.
+    """
     members = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+        fields = _stat_fields(stat)
+        if fields is None or int(fields[2]) != group:
             continue
-        if int(fields[2]) == group and fields[0] != "Z":
+        if fields[0] != "Z" or any(
+            (thread := _stat_fields(task)) is not None and thread[0] != "Z"
+            for task in stat.parent.glob("task/[0-9]*/stat")
+        ):
             members.append(int(stat.parent.name))
     return members
+
+
+def _stat_fields(stat: Path) -> list[str] | None:
+    """The fields of a ``/proc/.../stat`` after the command's name (None: gone meanwhile)."""
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
 # --- a Postgres the test may stop -----------------------------------------------------------------
@@ -285,13 +302,53 @@ def plain_query(database_url: str, sql: str) -> list[Any]:
         return connection.execute(sql.encode()).fetchall()
 
 
-def journalled_200(database_url: str) -> dict[str, tuple[str, list[int]]]:
-    """``request id -> (event, bet uids named)`` of every 200 row of the delivery journal."""
-    sql = (
-        "SELECT d.request_id, d.event, b.bet_uid FROM deliveries d "
-        "LEFT JOIN delivery_bets b ON b.delivery_id = d.id WHERE d.status = 200"
-    )
-    rows = plain_query(database_url, sql)
+JOURNAL_200_SQL = (
+    "SELECT d.request_id, d.event, b.bet_uid FROM deliveries d "
+    "LEFT JOIN delivery_bets b ON b.delivery_id = d.id WHERE d.status = 200"
+)
+
+
+def books_and_journal(
+    database_url: str,
+) -> tuple[dict[int, tuple[str, int | None]], dict[str, tuple[str, list[int]]]]:
+    """:func:`stored_bets`, and ``request id -> (event, bet uids named)`` of every 200 row of the
+    delivery journal, read in one read transaction: the two agree on one moment even if
+    something still wrote meanwhile."""
+    bets_sql = "SELECT uid, state, payout FROM bets"
+    if database_url.startswith("sqlite"):
+        path = database_url.removeprefix("sqlite:///")
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as connection:
+            connection.execute("BEGIN")
+            bets = connection.execute(bets_sql).fetchall()
+            journal = connection.execute(JOURNAL_200_SQL).fetchall()
+            connection.execute("COMMIT")
+    else:
+        with psycopg.connect(libpq_dsn(database_url)) as connection:
+            connection.execute(b"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            bets = connection.execute(bets_sql.encode()).fetchall()
+            journal = connection.execute(JOURNAL_200_SQL.encode()).fetchall()
+    stored = {int(uid): (str(state), payout) for uid, state, payout in bets}
+    return stored, _journal_rows(journal)
+
+
+def journal_diagnosis(database_url: str, uids: list[int], log: str) -> str:
+    """What the database and the server's log say of ``uids``: for a failure's message."""
+    listed = ", ".join(str(int(uid)) for uid in uids)
+    lines = []
+    for sql in (
+        "SELECT uid, state, placed_at, closed_at, placed_grp, closed_grp FROM bets "
+        f"WHERE uid IN ({listed})",
+        "SELECT d.id, d.request_id, d.event, d.status, d.error, d.received_at, b.bet_uid "
+        "FROM deliveries d JOIN delivery_bets b ON b.delivery_id = d.id "
+        f"WHERE b.bet_uid IN ({listed}) ORDER BY d.id",
+    ):
+        lines += [repr(row) for row in plain_query(database_url, sql)]
+    wanted = [str(int(uid)) for uid in uids]
+    lines += [line for line in log.splitlines() if any(uid in line for uid in wanted)][-40:]
+    return "\n".join(lines)
+
+
+def _journal_rows(rows: list[Any]) -> dict[str, tuple[str, list[int]]]:
     found: dict[str, tuple[str, list[int]]] = {}
     for request_id, event, bet_uid in rows:
         _, uids = found.setdefault(str(request_id), (str(event), []))
