@@ -10,9 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.faults import OPERATOR_AUTH, LedgerProcess, deposit, ledger_check, server_env
 from support.httpkit import PLACE, dumps, headers, ledger_command
+from support.killable import LedgerProcess, server_env
+from support.operator_calls import OPERATOR_AUTH, deposit
 from support.payloads import entry, place
+from support.stored import ledger_check
 
 USERS = [f"u{number}" for number in range(8)]
 

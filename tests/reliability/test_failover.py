@@ -35,18 +35,12 @@ import httpx
 import pytest
 
 import ledger
-from support.faults import (
-    LedgerProcess,
-    PlatformDriver,
-    assert_books_match,
-    deposit,
-    ledger_check,
-    server_env,
-    stored_bets,
-    unacknowledged_in,
-    wait_until,
-)
+from support.killable import LedgerProcess, server_env
+from support.operator_calls import deposit
+from support.platform_driver import PlatformDriver, assert_books_match
+from support.processes import wait_until
 from support.replication import ReplicatedPostgres
+from support.stored import ledger_check, stored_bets, unacknowledged_in
 
 USERS = [f"fo-u{index}" for index in range(6)]
 

@@ -19,16 +19,11 @@ import httpx
 import pytest
 
 import ledger
-from support.faults import (
-    LedgerProcess,
-    balances_of,
-    deposit,
-    ledger_check,
-    server_env,
-    stored_bets,
-)
 from support.httpkit import PLACE, REFUND_BET, SETTLE, dumps, headers
+from support.killable import LedgerProcess, server_env
+from support.operator_calls import balances_of, deposit
 from support.payloads import entry, place, refund, settle
+from support.stored import ledger_check, stored_bets
 
 THREADS = 16
 

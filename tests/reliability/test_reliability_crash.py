@@ -25,19 +25,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.faults import (
-    LedgerProcess,
-    PlatformDriver,
-    balances_of,
+from support.killable import LedgerProcess, server_env
+from support.operator_calls import balances_of, deposit
+from support.platform_driver import PlatformDriver
+from support.processes import wait_until
+from support.stored import (
     books_and_journal,
-    deposit,
     journal_diagnosis,
     journal_mismatches,
     ledger_check,
-    server_env,
     stored_bets,
     unacknowledged_in,
-    wait_until,
 )
 
 USERS = [f"crash-u{index}" for index in range(8)]

@@ -18,19 +18,13 @@ import httpx
 import psycopg
 import pytest
 
-from support.faults import (
-    DedicatedPostgres,
-    LedgerProcess,
-    PlatformDriver,
-    assert_books_match,
-    balances_of,
-    deposit,
-    libpq_dsn,
-    server_env,
-    wait_until,
-)
+from support.dedicated_postgres import DedicatedPostgres, libpq_dsn
 from support.httpkit import PLACE, dumps, headers
+from support.killable import LedgerProcess, server_env
+from support.operator_calls import balances_of, deposit
 from support.payloads import entry, place
+from support.platform_driver import PlatformDriver, assert_books_match
+from support.processes import wait_until
 
 # LEDGER_DB_TIMEOUT for these servers: also bounds the connect timeout (min(timeout, 5) s).
 DB_TIMEOUT = 2.0

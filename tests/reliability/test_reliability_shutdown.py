@@ -25,19 +25,13 @@ import httpx
 import psycopg
 import pytest
 
-from support.faults import (
-    LedgerProcess,
-    PlatformDriver,
-    assert_books_match,
-    balances_of,
-    deposit,
-    libpq_dsn,
-    server_env,
-    stored_bets,
-    unacknowledged_in,
-)
+from support.dedicated_postgres import libpq_dsn
 from support.httpkit import PLACE, dumps, headers
+from support.killable import LedgerProcess, server_env
+from support.operator_calls import balances_of, deposit
 from support.payloads import entry, place
+from support.platform_driver import PlatformDriver, assert_books_match
+from support.stored import stored_bets, unacknowledged_in
 
 USERS = [f"term-u{index}" for index in range(6)]
 

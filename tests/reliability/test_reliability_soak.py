@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from support.faults import LedgerProcess, ledger_check, server_env
 from support.httpkit import CLIENT, OPERATOR, SECRET, ledger_command
+from support.killable import LedgerProcess, server_env
+from support.stored import ledger_check
 
 SOAK_SECONDS = float(os.environ.get("LEDGER_SOAK_SECONDS", "120"))
 MAX_ROUNDS = 60

@@ -20,8 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.faults import LedgerProcess, deposit, server_env
 from support.httpkit import PLACE, dumps, headers
+from support.killable import LedgerProcess, server_env
+from support.operator_calls import deposit
 from support.payloads import entry, place
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,8 @@ import pytest
 
 import ledger
 from ledger.stores.webhooks import WebhookTables
-from support.faults import OPERATOR_AUTH, LedgerProcess, server_env
+from support.killable import LedgerProcess, server_env
+from support.operator_calls import OPERATOR_AUTH
 from support.receiver import Receiver
 
 SECRET = "whsec-" + "0123456789abcdef" * 2

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any
 
 # The longest a start-up may take on an idle machine, and whatever the load.
@@ -40,3 +41,11 @@ def end_group(process: subprocess.Popen[Any], grace: float = 15.0) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)

@@ -24,21 +24,18 @@ import httpx
 import pytest
 
 from support import topology as topology_module
-from support.faults import (
-    PlatformDriver,
-    assert_books_match,
-    balances_of,
+from support.httpkit import PLACE, dumps, headers
+from support.operator_calls import balances_of, deposit
+from support.payloads import entry, place
+from support.platform_driver import PlatformDriver, assert_books_match
+from support.processes import ready_deadline, wait_until
+from support.stored import (
     books_and_journal,
-    deposit,
     journal_mismatches,
     ledger_check,
     stored_bets,
     unacknowledged_in,
-    wait_until,
 )
-from support.httpkit import PLACE, dumps, headers
-from support.payloads import entry, place
-from support.processes import ready_deadline
 from support.topology import PatroniNode, Topology
 
 USERS = [f"topo-u{index}" for index in range(6)]
