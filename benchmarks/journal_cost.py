@@ -27,7 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import run  # the benchmark suite's helpers, beside this file
+import accounting  # the benchmark suite's helpers, beside this file
+import databases
+import servers
 
 PLACE = "create:fantasy_team"
 WINDOW = 1000  # Place Bets in flight at once in an embedded round
@@ -35,13 +37,13 @@ WINDOW = 1000  # Place Bets in flight at once in an embedded round
 
 def one_round(url: str, journal: str, seconds: int, cpu_rates: list[float]) -> float:
     os.environ["LEDGER_DELIVERY_JOURNAL"] = journal  # inherited by the server process
-    port = run.free_port()
-    with run.ledger_server(url, port) as server:
-        run.fund(port, [f"u{n}" for n in range(run.USERS)])
-        run.wrk(port, "/bets", run.USERS, 2)  # warm-up
-        before = run.tree_cpu_seconds(server.pid)[0]
-        result = run.wrk(port, "/bets", run.USERS, seconds)
-        used = run.tree_cpu_seconds(server.pid)[0] - before
+    port = servers.free_port()
+    with servers.ledger_server(url, port) as server:
+        servers.fund(port, [f"u{n}" for n in range(servers.USERS)])
+        servers.wrk(port, "/bets", servers.USERS, 2)  # warm-up
+        before = accounting.tree_cpu_seconds(server.pid)[0]
+        result = servers.wrk(port, "/bets", servers.USERS, seconds)
+        used = accounting.tree_cpu_seconds(server.pid)[0] - before
     if result["non_2xx"] or result["socket_errors"]:
         raise RuntimeError(f"journal {journal}: {result}")
     # The server's CPU per request: what the journal adds, far steadier than req/s when other
@@ -57,9 +59,9 @@ def embedded_round(
     from ledger.deliveries import Delivery
 
     with ledger.open_ledger(f"sqlite:///{directory / name}.db") as book:
-        for user in range(run.USERS):
+        for user in range(servers.USERS):
             book.deposit(f"u{user}", "EUR", "100000000.00", f"fund-u{user}")
-        bodies = [run.place_bet_body(uid) for uid in range(1, bets + 1)]
+        bodies = [servers.place_bet_body(uid) for uid in range(1, bets + 1)]
         started, cpu = time.perf_counter(), time.process_time()
         futures = []
         for uid, body in enumerate(bodies, start=1):
@@ -101,7 +103,7 @@ def main() -> None:
                     rates[journal].append(rate)
                     continue
                 with contextlib.ExitStack() as stack:
-                    url = stack.enter_context(run.store_url(args.store, Path(scratch), name))
+                    url = stack.enter_context(databases.store_url(args.store, Path(scratch), name))
                     rates[journal].append(one_round(url, journal, args.seconds, cpu[journal]))
     on, off = statistics.median(rates["on"]), statistics.median(rates["off"])
     cost = f"{(1 - on / off) * 100:.1f}%"

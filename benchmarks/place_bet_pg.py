@@ -25,7 +25,7 @@ from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any
 
-from run import tree_cpu_seconds  # this directory is on sys.path when run as a script
+from accounting import tree_cpu_seconds  # this directory is on sys.path when run as a script
 
 USERS = 256
 

@@ -20,7 +20,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-import run
+import servers
 
 
 def top_frames(collapsed: Path, count: int = 30) -> list[tuple[float, float, str]]:
@@ -80,10 +80,10 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ledger-profile-") as tmp:
         db = args.db or f"sqlite:///{Path(tmp) / 'profile.db'}"
-        port = run.free_port()
-        with run.ledger_server(db, port) as process:
-            run.fund(port, [f"u{n}" for n in range(run.USERS)])
-            run.wrk(port, "/bets", run.USERS, 2)  # warm-up
+        port = servers.free_port()
+        with servers.ledger_server(db, port) as process:
+            servers.fund(port, [f"u{n}" for n in range(servers.USERS)])
+            servers.wrk(port, "/bets", servers.USERS, 2)  # warm-up
             spy_args = ["--gil", "--rate", "250", "--duration", str(args.seconds)]
             py_spy = Path(sys.executable).with_name("py-spy")
             collapsed = args.out.with_suffix(".txt")
@@ -93,7 +93,9 @@ def main() -> None:
             figures: dict[str, float] = {}
 
             def load() -> None:
-                figures.update(run.wrk(port, "/bets", run.USERS, args.seconds, pid=process.pid))
+                figures.update(
+                    servers.wrk(port, "/bets", servers.USERS, args.seconds, pid=process.pid)
+                )
 
             loader = threading.Thread(target=load)
             loader.start()

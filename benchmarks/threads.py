@@ -18,7 +18,8 @@ import os
 import tempfile
 from pathlib import Path
 
-import run
+import accounting
+import servers
 
 Sample = tuple[str, int, int, int, int]  # name, CPU ticks, user ticks, switches, queued ns
 
@@ -28,10 +29,10 @@ def descendants(pid: int) -> set[int]:
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            parents[int(stat.parent.name)] = run.stat_ticks(stat)[0]
+            parents[int(stat.parent.name)] = accounting.stat_ticks(stat)[0]
         except (OSError, IndexError, ValueError):
             continue  # exited meanwhile
-    return run.under(pid, parents)
+    return accounting.under(pid, parents)
 
 
 def sample(pids: set[int]) -> dict[tuple[int, int], Sample]:
@@ -64,13 +65,13 @@ def main() -> None:
     tick = os.sysconf("SC_CLK_TCK")
     with tempfile.TemporaryDirectory(prefix="ledger-threads-") as tmp:
         db = args.db or f"sqlite:///{Path(tmp) / 'threads.db'}"
-        port = run.free_port()
-        with run.ledger_server(db, port) as process:
-            run.fund(port, [f"u{n}" for n in range(run.USERS)])
-            run.wrk(port, "/bets", run.USERS, 2)  # warm-up
+        port = servers.free_port()
+        with servers.ledger_server(db, port) as process:
+            servers.fund(port, [f"u{n}" for n in range(servers.USERS)])
+            servers.wrk(port, "/bets", servers.USERS, 2)  # warm-up
             pids = descendants(process.pid)
             before = sample(pids)
-            figures = run.wrk(port, "/bets", run.USERS, args.seconds, pid=process.pid)
+            figures = servers.wrk(port, "/bets", servers.USERS, args.seconds, pid=process.pid)
             after = sample(pids)
     requests = figures["requests"]
     print(

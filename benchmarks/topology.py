@@ -32,7 +32,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from run import (  # noqa: E402
+from accounting import machine  # noqa: E402
+from servers import (  # noqa: E402
     CLIENT,
     CONNECTIONS,
     OPERATOR,
@@ -41,7 +42,6 @@ from run import (  # noqa: E402
     free_port,
     fund,
     ledger_server,
-    machine,
     wrk,
 )
 

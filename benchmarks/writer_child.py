@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import run
+import servers
 
 WARM = 500
 PHASES: collections.Counter[str] = collections.Counter()  # thread CPU ns per phase
@@ -99,12 +99,12 @@ def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
 
     book = ledger.open_ledger(url)
     try:
-        for n in range(run.USERS):
+        for n in range(servers.USERS):
             book.deposit(f"u{n}", "EUR", "100000000.00", f"fund-{n}")
         warm = -(-WARM // batch)  # batches
         commands = [
             book._place_command(
-                run.place_bet_body(uid),
+                servers.place_bet_body(uid),
                 Delivery.arrived(None, "create:fantasy_team", "/bets", "127.0.0.1").caller(
                     "bench", "bench"
                 ),

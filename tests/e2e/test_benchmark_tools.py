@@ -7,7 +7,7 @@ few rounds.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
 import subprocess
@@ -22,12 +22,11 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def benchmark(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """A module of benchmarks/, imported as its scripts import each other (their directory on
+    the path, as when one is run)."""
+    if str(BENCHMARKS) not in sys.path:
+        sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module(name)
 
 
 def test_hot_path_parts_reports_each_part_old_and_new() -> None:
@@ -57,19 +56,19 @@ def test_the_long_benchmarks_explain_their_options(script: str) -> None:
 
 
 def test_server_cpu_is_counted_over_the_process_and_its_children() -> None:
-    run = benchmark("run")
+    accounting = benchmark("accounting")
     burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
     child = subprocess.Popen([sys.executable, "-c", burn + "time.sleep(60)"])
     try:
         for _ in range(600):  # until it has burnt its 0.3 s (slowly on a loaded machine)
-            if run.tree_cpu_seconds(child.pid)[0] >= 0.3:
+            if accounting.tree_cpu_seconds(child.pid)[0] >= 0.3:
                 break
             time.sleep(0.1)
-        total, main = run.tree_cpu_seconds(child.pid)
+        total, main = accounting.tree_cpu_seconds(child.pid)
         assert total >= 0.3
         assert main == pytest.approx(total, abs=0.05)  # one thread: its main one
         # Counted in its parent's tree too, as workers are in their supervisor's.
-        assert run.tree_cpu_seconds(os.getpid())[0] >= total
+        assert accounting.tree_cpu_seconds(os.getpid())[0] >= total
     finally:
         child.kill()
         child.wait()
@@ -102,33 +101,35 @@ def test_writer_child_reports_its_cost_by_phase_and_the_log_pages_of_a_commit() 
 
 
 def test_the_machines_idle_share_is_what_the_cores_left_unused() -> None:
-    run = benchmark("run")
-    assert run.idle_share((1000, 400, 0), (1400, 500, 0)) == pytest.approx(0.25)
-    assert run.idle_share((1000, 400, 0), (1000, 400, 0)) == 0  # no tick between: nothing to say
-    total, idle, stolen = run.machine_ticks()
+    accounting = benchmark("accounting")
+    assert accounting.idle_share((1000, 400, 0), (1400, 500, 0)) == pytest.approx(0.25)
+    assert (
+        accounting.idle_share((1000, 400, 0), (1000, 400, 0)) == 0
+    )  # no tick between: nothing to say
+    total, idle, stolen = accounting.machine_ticks()
     assert total >= idle + stolen
     assert idle >= 0
     assert stolen >= 0
 
 
 def test_the_stolen_share_is_the_hypervisors_part_of_all_cores_time() -> None:
-    run = benchmark("run")
-    assert run.steal_share((1000, 400, 10), (1400, 500, 30)) == pytest.approx(0.05)
-    assert run.steal_share((1000, 400, 10), (1000, 400, 10)) == 0
+    accounting = benchmark("accounting")
+    assert accounting.steal_share((1000, 400, 10), (1400, 500, 30)) == pytest.approx(0.05)
+    assert accounting.steal_share((1000, 400, 10), (1000, 400, 10)) == 0
     figure, echo = {"machine_steal_share": 0.11}, {"machine_steal_share": 0.17}
-    assert run.stolen(figure, echo) == ", stolen 11% (echo 17%)"
-    assert run.stolen(figure) == ", stolen 11%"
-    assert run.stolen({}, echo) == ""  # a results file from before the steal was measured
+    assert accounting.stolen(figure, echo) == ", stolen 11% (echo 17%)"
+    assert accounting.stolen(figure) == ", stolen 11%"
+    assert accounting.stolen({}, echo) == ""  # a results file from before the steal was measured
 
 
 def test_the_place_bet_body_of_the_embedded_benchmarks_is_the_one_wrk_sends() -> None:
-    run = benchmark("run")
+    servers = benchmark("servers")
     lua = (BENCHMARKS / "place_bet.lua").read_text()
     # The format string of request(): its quoted pieces joined by Lua's `..`.
     call = lua[lua.index("string.format(") : lua.index("uid % users, uid, uid)")]
     template = "".join(piece for piece in call.split("'")[1::2])
     uid = 50_000_000_123
-    assert run.place_bet_body(uid) == (template % (uid % run.USERS, uid, uid)).encode()
+    assert servers.place_bet_body(uid) == (template % (uid % servers.USERS, uid, uid)).encode()
 
 
 def test_cli_start_compares_each_command_with_its_baseline(tmp_path: Path) -> None:
@@ -182,7 +183,7 @@ def test_the_benchmarks_give_postgres_the_settings_the_store_page_recommends() -
         name.strip(): value.split("#", 1)[0].strip()
         for name, value in (line.split("=", 1) for line in block.splitlines() if "=" in line)
     }
-    assert recommended == benchmark("run").POSTGRES_SETTINGS
+    assert recommended == benchmark("databases").POSTGRES_SETTINGS
 
 
 def test_the_benchmarks_postgres_runs_with_those_settings_and_stops_when_done(
@@ -194,12 +195,14 @@ def test_the_benchmarks_postgres_runs_with_those_settings_and_stops_when_done(
 
     monkeypatch.delenv("LEDGER_TEST_POSTGRES_URL", raising=False)
 
-    run = benchmark("run")
-    with run.postgres_database() as url, psycopg.connect(url.replace("+psycopg", "")) as c:
-        shown = {name: c.execute(f"SHOW {name}").fetchall()[0][0] for name in run.POSTGRES_SETTINGS}
+    databases = benchmark("databases")
+    with databases.postgres_database() as url, psycopg.connect(url.replace("+psycopg", "")) as c:
+        shown = {
+            name: c.execute(f"SHOW {name}").fetchall()[0][0] for name in databases.POSTGRES_SETTINGS
+        }
         directory = c.execute("SHOW data_directory").fetchall()[0][0]
         pid = int((Path(directory) / "postmaster.pid").read_text().split()[0])
-    assert shown == run.POSTGRES_SETTINGS
+    assert shown == databases.POSTGRES_SETTINGS
     for _ in range(100):
         try:
             os.kill(pid, 0)
