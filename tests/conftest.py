@@ -165,3 +165,17 @@ def pg_book(postgres_cluster: PostgresCluster) -> Iterator[ledger.Ledger]:
             yield opened
     finally:
         postgres_cluster.drop_database(name)
+
+
+@pytest.fixture
+def books_stay_balanced(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After the test the journal's invariants, running balances included, hold on its ``book``
+    (a module of scenarios uses it: ``pytestmark = pytest.mark.usefixtures(...)``)."""
+    # Requested during set-up, so that the ledger is still open at tear-down.
+    book: ledger.Ledger | None = (
+        request.getfixturevalue("book") if "book" in request.fixturenames else None
+    )
+    yield
+    if book is not None:
+        report = book.check()
+        assert report.ok, report.problems

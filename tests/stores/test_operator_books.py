@@ -1,5 +1,5 @@
 """The operator's books on every store: running balances, balances at a moment, open and stale
-holds, house summaries; ``check`` proving every running balance.
+holds, house summaries (``check`` proving every running balance: test_check_running_balances).
 
 Each test runs once on SQLite and once on Postgres (the ``book`` fixture).
 """
@@ -7,7 +7,6 @@ Each test runs once on SQLite and once on Postgres (the ``book`` fixture).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -22,34 +21,16 @@ from ledger.paging import cursor
 from ledger.stores import StaleRule
 from ledger.stores.postgres import normalize_url
 from support import payloads as P
-from support.books import raises_key
+from support.books import raises_key, settled_and_refunded
 
 D = Decimal
 
 
-@pytest.fixture(autouse=True)
-def _books_stay_balanced(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After every scenario the journal's invariants, running balances included, hold."""
-    book: ledger.Ledger | None = (
-        request.getfixturevalue("book") if "book" in request.fixturenames else None
-    )
-    yield
-    # The tests that change the journal by hand expect check() to fail.
-    if book is not None and not request.node.name.startswith("test_check_fails"):
-        report = book.check()
-        assert report.ok, report.problems
+pytestmark = pytest.mark.usefixtures("books_stay_balanced")
 
 
 def now() -> datetime:
     return datetime.now(UTC)
-
-
-def scenario(book: ledger.Ledger) -> None:
-    """A deposit, two entries in two tournaments, one settled with a prize, one refunded."""
-    book.deposit("u1", "EUR", "100.00", reference="seed")
-    book.place_bets(P.place(P.entry(1, pool=7), P.entry(2, pool=8)))
-    book.settle(P.settle(7, (1, "4.00")))
-    book.refund(P.refund(8, 2))
 
 
 # --- running balances in statements ---------------------------------------------------------------
@@ -58,7 +39,7 @@ def scenario(book: ledger.Ledger) -> None:
 def test_each_statement_line_carries_the_balance_after_it_and_its_bets_pool(
     book: ledger.Ledger,
 ) -> None:
-    scenario(book)
+    settled_and_refunded(book)
     lines = book.statement("u1")
     rows = {
         (line.kind, line.account, line.amount, line.balance_after, line.bet_uid, line.pool_uid)
@@ -119,7 +100,7 @@ def test_statement_with_a_cursor_it_did_not_give_is_refused(book: ledger.Ledger)
 
 
 def test_house_postings_carry_running_balances_too(book: ledger.Ledger, store_url: str) -> None:
-    scenario(book)
+    settled_and_refunded(book)
     engine = create_engine(normalize_url(store_url))
     try:
         with engine.connect() as connection:
@@ -132,83 +113,6 @@ def test_house_postings_carry_running_balances_too(book: ledger.Ledger, store_ur
     finally:
         engine.dispose()
     assert [(int(amount), int(after)) for amount, after in rows] == [(-10000, -10000)]
-
-
-# --- ledger check proves every running balance ----------------------------------------------------
-
-
-def tamper(store_url: str, sql: str) -> None:
-    """Change the journal by hand, past its append-only guard (as only an intruder could)."""
-    engine = create_engine(normalize_url(store_url))
-    try:
-        with engine.begin() as connection:
-            if store_url.startswith("sqlite"):
-                connection.execute(text("DROP TRIGGER postings_append_only_update"))
-                connection.execute(text(sql))
-            else:
-                connection.execute(text("ALTER TABLE postings DISABLE TRIGGER USER"))
-                connection.execute(text(sql))
-                connection.execute(text("ALTER TABLE postings ENABLE TRIGGER USER"))
-    finally:
-        engine.dispose()
-
-
-def test_check_fails_on_a_running_balance_changed_by_hand(
-    book: ledger.Ledger, store_url: str
-) -> None:
-    scenario(book)
-    assert book.check().ok
-    tamper(
-        store_url,
-        "UPDATE postings SET balance_after = 99 WHERE id = "
-        "(SELECT min(id) FROM postings WHERE account = 'user:u1:held')",
-    )
-    problems = book.check().problems
-    assert len(problems) == 1, problems
-    assert "says the balance after it is 99, but the postings up to it sum to 1100" in problems[0]
-
-
-def test_check_fails_when_the_last_running_balance_is_not_the_accounts(
-    book: ledger.Ledger, store_url: str
-) -> None:
-    scenario(book)
-    tamper(
-        store_url,
-        "UPDATE postings SET balance_after = NULL WHERE id = "
-        "(SELECT max(id) FROM postings WHERE account = 'user:u1')",
-    )
-    problems = book.check().problems
-    assert any("says the balance after it is None" in problem for problem in problems), problems
-    assert any(
-        "account user:u1 EUR has balance 9300 but its last posting says None" in problem
-        for problem in problems
-    ), problems
-
-
-def test_check_fails_when_the_open_holds_are_not_the_placed_bets(
-    book: ledger.Ledger, store_url: str
-) -> None:
-    book.deposit("u1", "EUR", "100.00", reference="a")
-    book.place_bets(P.place(P.entry(1, pool=7), P.entry(2, pool=7), P.entry(3, pool=8)))
-    book.settle(P.settle(8, (3, "0")))
-    assert book.check().ok
-    engine = create_engine(normalize_url(store_url))
-    try:
-        with engine.begin() as connection:
-            connection.execute(text("DELETE FROM open_bets WHERE uid = 1"))
-            connection.execute(
-                text(
-                    "INSERT INTO open_bets (uid, placed_at) SELECT uid, placed_at FROM bets "
-                    "WHERE uid = 3"
-                )
-            )
-    finally:
-        engine.dispose()
-    problems = book.check().problems
-    assert problems == [
-        "bet 1 is placed but not among the open holds (open_bets)",
-        "open hold 3 in open_bets does not match its bet (bet is settled)",
-    ], problems
 
 
 # --- balances at a moment -------------------------------------------------------------------------

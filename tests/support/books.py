@@ -15,6 +15,7 @@ from sqlalchemy import text
 import ledger
 from ledger.stores.sql import SqlStore
 from ledger.writer import Single
+from support import payloads as P
 
 
 @contextlib.contextmanager
@@ -138,3 +139,17 @@ def fail_commits(book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
         return uow
 
     monkeypatch.setattr(store, "unit_of_work", failing_unit_of_work)
+
+
+def funded(book: ledger.Ledger, amount: str = "100.00", user: str = "u1") -> ledger.Ledger:
+    """``book`` after a deposit of ``amount`` EUR to ``user``."""
+    book.deposit(user, "EUR", amount, reference=f"seed-{user}")
+    return book
+
+
+def settled_and_refunded(book: ledger.Ledger) -> None:
+    """A deposit, two entries in two tournaments, one settled with a prize, one refunded."""
+    book.deposit("u1", "EUR", "100.00", reference="seed")
+    book.place_bets(P.place(P.entry(1, pool=7), P.entry(2, pool=8)))
+    book.settle(P.settle(7, (1, "4.00")))
+    book.refund(P.refund(8, 2))
