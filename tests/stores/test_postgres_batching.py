@@ -8,7 +8,8 @@ runs once per INSERT statement. These tests prove what each of those must keep: 
 failure surfaces, translated, inside its own unit of work; a rolled-back savepoint sends
 nothing; the database still refuses an unbalanced transaction, now at the INSERT that seals it;
 a re-send that waited for the first delivery's lock sees its bets; an account created by another
-writer after the lock found it missing is a Retry, never added to.
+writer after the lock found it missing is a Retry, never added to. (The journal's checks as these
+writes leave them: test_postgres_journal_checks; the pool: test_postgres_pool.)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 
 import ledger
 from ledger import commands, writer
@@ -31,15 +32,8 @@ from ledger.errors import LedgerError
 from ledger.stores.base import Retry
 from ledger.stores.postgres import ID_BLOCK, PostgresDialect, PostgresStore, arrays
 from ledger.stores.postgres import pipeline as pg_pipeline
-from ledger.stores.postgres import pool as pg_pool
 from support import payloads as P
-from support.books import balance, execute_raw
-
-
-def _store(book: ledger.Ledger) -> PostgresStore:
-    store = book.store
-    assert isinstance(store, PostgresStore)
-    return store
+from support.books import balance, postgres_store
 
 
 def _bet(uid: int) -> Bet:
@@ -68,7 +62,7 @@ def test_a_queued_insert_that_fails_surfaces_translated_in_its_unit_and_nothing_
     pg_book: ledger.Ledger,
 ) -> None:
     pg_book.place_bets(P.place(P.entry(1, amount=0, rake=0)))
-    store = _store(pg_book)
+    store = postgres_store(pg_book)
     # A duplicate bet uid (what a concurrent writer's commit looks like): the ledger's Retry,
     # from the same unit of work, whichever later statement carried the queued insert.
     with pytest.raises(Retry):
@@ -79,7 +73,7 @@ def test_a_queued_insert_that_fails_surfaces_translated_in_its_unit_and_nothing_
 
 def test_inserts_queued_in_a_rolled_back_savepoint_are_never_sent(pg_book: ledger.Ledger) -> None:
     pg_book.place_bets(P.place(P.entry(1, amount=0, rake=0)))
-    store = _store(pg_book)
+    store = postgres_store(pg_book)
     with store.unit_of_work() as uow:
         # Queued and doomed (bet 1 exists): the savepoint's rollback must drop it unsent, so
         # that the caller sees its own error, not the duplicate's.
@@ -95,7 +89,7 @@ def test_a_queued_insert_that_fails_rolls_back_to_its_savepoint_only(
     pg_book: ledger.Ledger,
 ) -> None:
     pg_book.place_bets(P.place(P.entry(1, amount=0, rake=0)))
-    store = _store(pg_book)
+    store = postgres_store(pg_book)
     with store.unit_of_work() as uow:
         uow.add_bets([_bet(2)])
         # The duplicate fails inside its savepoint (as a group of Place Bets does when another
@@ -121,111 +115,8 @@ def test_a_group_of_place_bets_writes_every_row_it_queued(pg_book: ledger.Ledger
     assert sorted(event.bet for event in page.events if event.bet is not None) == list(range(1, 31))
 
 
-def test_an_unbalanced_transaction_is_refused_by_the_insert_that_seals_it(
-    pg_book: ledger.Ledger,
-) -> None:
-    pg_book.deposit("u1", "EUR", "100.00", reference="seed")
-    store = _store(pg_book)
-    with store.engine.connect() as connection, connection.begin():
-        connection.execute(
-            text(
-                "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
-                "(900001, 'user:u1', 'EUR', 5), (900001, 'house:cash', 'EUR', -5), "
-                "(900002, 'user:u1', 'EUR', 5), (900002, 'house:cash', 'EUR', -4)"
-            )
-        )
-        # Checked when the rows arrive, all of one INSERT at once: not only at commit.
-        with pytest.raises(DBAPIError, match="unbalanced transaction 900002"):
-            connection.execute(
-                text(
-                    "INSERT INTO transactions (id, idempotency_key, kind, created_at) VALUES "
-                    "(900001, 'forged-1', 'deposit', now()), "
-                    "(900002, 'forged-2', 'deposit', now())"
-                )
-            )
-    assert pg_book.check().transactions == 1
-
-
-def test_balanced_transactions_sealed_by_one_insert_are_accepted(pg_book: ledger.Ledger) -> None:
-    store = _store(pg_book)
-    with store.engine.begin() as connection:
-        connection.execute(
-            text(
-                "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
-                "(900001, 'user:u1', 'EUR', 5), (900001, 'house:cash', 'EUR', -5), "
-                "(900002, 'user:u2', 'JPY', 7), (900002, 'house:cash', 'JPY', -7)"
-            )
-        )
-        connection.execute(
-            text(
-                "INSERT INTO transactions (id, idempotency_key, kind, created_at) VALUES "
-                "(900001, 'hand-1', 'deposit', now()), (900002, 'hand-2', 'deposit', now())"
-            )
-        )
-    assert pg_book.check().transactions == 2
-
-
-def test_postings_for_a_sealed_transaction_are_still_refused(pg_book: ledger.Ledger) -> None:
-    pg_book.deposit("u1", "EUR", "100.00", reference="seed")
-    store = _store(pg_book)
-    with store.engine.connect() as connection:
-        sealed = connection.execute(text("SELECT max(id) FROM transactions")).scalar_one()
-    with pytest.raises(DBAPIError, match="sealed"), store.engine.begin() as connection:
-        connection.execute(
-            text(
-                "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
-                f"({sealed}, 'user:u1', 'EUR', 5), ({sealed}, 'house:cash', 'EUR', -5)"
-            )
-        )
-    assert pg_book.check().ok
-
-
-def _unsealed_rows(store: PostgresStore) -> int:
-    with store.engine.connect() as connection:
-        return int(connection.execute(text("SELECT count(*) FROM journal_unsealed")).scalar_one())
-
-
-def test_every_transaction_an_insert_names_must_exist_at_commit(pg_book: ledger.Ledger) -> None:
-    """Migration 0017's check at commit, which replaced the postings' foreign key: one INSERT
-    naming a transaction that comes and one that never does is refused as a whole."""
-    store = _store(pg_book)
-    forged = (
-        "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
-        "(900001, 'user:u1', 'EUR', 5), (900001, 'house:cash', 'EUR', -5), "
-        "(900002, 'user:u2', 'EUR', 5), (900002, 'house:cash', 'EUR', -5)",
-        "INSERT INTO transactions (id, idempotency_key, kind, created_at) "
-        "VALUES (900001, 'hand-1', 'deposit', now())",
-    )
-    with pytest.raises(IntegrityError, match="postings without their transaction, among"):
-        execute_raw(pg_book, *forged)
-    assert pg_book.check().transactions == 0
-    assert _unsealed_rows(store) == 0
-
-
-def test_the_commit_checks_leave_nothing_behind_and_skip_rolled_back_savepoints(
-    pg_book: ledger.Ledger,
-) -> None:
-    """A savepoint rolled back takes its postings and their pending check with it; a commit
-    checks (and clears) what is left: journal_unsealed holds rows of transactions in flight only."""
-    pg_book.deposit("u1", "EUR", "100.00", reference="seed")
-    pg_book.place_bets(P.place(P.entry(1), P.entry(2)))
-    store = _store(pg_book)
-    with store.engine.begin() as connection:
-        savepoint = connection.begin_nested()
-        connection.execute(
-            text(
-                "INSERT INTO postings (txn_id, account, currency, amount) VALUES "
-                "(900003, 'user:u1', 'EUR', 5), (900003, 'house:cash', 'EUR', -5)"
-            )
-        )
-        assert connection.execute(text("SELECT count(*) FROM journal_unsealed")).scalar() == 1
-        savepoint.rollback()
-    assert _unsealed_rows(store) == 0
-    assert pg_book.check().ok
-
-
 def test_key_lookups_are_planned_with_their_keys_never_prepared(pg_book: ledger.Ledger) -> None:
-    store = _store(pg_book)
+    store = postgres_store(pg_book)
     # psycopg prepares a statement on its 5th run in one session (the default threshold).
     with store.engine.connect() as connection, connection.begin():
         for _ in range(8):
@@ -240,7 +131,7 @@ def test_key_lookups_are_planned_with_their_keys_never_prepared(pg_book: ledger.
 def test_ids_are_unique_across_stores_and_a_database_error_starts_a_fresh_block(
     pg_book: ledger.Ledger,
 ) -> None:
-    first, second = _store(pg_book), PostgresStore(_store(pg_book).url)
+    first, second = postgres_store(pg_book), PostgresStore(postgres_store(pg_book).url)
     try:
         with first.engine.connect() as mine, second.engine.connect() as theirs:
             taken: list[int] = []
@@ -258,57 +149,6 @@ def test_ids_are_unique_across_stores_and_a_database_error_starts_a_fresh_block(
         second.close()
 
 
-def test_the_journal_checks_walk_the_inserted_rows_and_look_the_journal_up_by_key(
-    pg_book: ledger.Ledger,
-) -> None:
-    """Both statement-level checks look the journal up by key, never walk it: the balanced
-    check (``transactions_balanced``) once per inserted row (migration 0013: a plan the other
-    way round, the whole journal outside and the transition table rescanned inside, grew with
-    the journal, four times the database CPU per Place Bet with two workers); the sealed check
-    (``postings_sealed``) once per statement, for the distinct transactions of its rows in one
-    index scan (migration 0018). The plans are read through auto_explain, nested statements
-    included, as notices."""
-    # A young ledger, a session's first check, a group of rows: where the journal, nearly
-    # empty, looked cheaper to walk than the group (the plan plpgsql then keeps).
-    store = _store(pg_book)
-    plans: list[str] = []
-    ids = range(900001, 900041)
-    with store.engine.connect() as connection, connection.begin():
-        driver = connection.connection.driver_connection
-        assert driver is not None
-        driver.add_notice_handler(lambda notice: plans.append(notice.message_primary or ""))
-        for setting in (
-            "LOAD 'auto_explain'",
-            "SET auto_explain.log_min_duration = 0",
-            "SET auto_explain.log_nested_statements = on",
-            "SET auto_explain.log_level = notice",
-        ):
-            connection.exec_driver_sql(setting)
-        legs = ", ".join(f"({n}, 'user:u1', 'EUR', 5), ({n}, 'house:cash', 'EUR', -5)" for n in ids)
-        connection.execute(
-            text(f"INSERT INTO postings (txn_id, account, currency, amount) VALUES {legs}")
-        )
-        rows = ", ".join(f"({n}, 'forged-{n}', 'deposit', now())" for n in ids)
-        connection.execute(
-            text(f"INSERT INTO transactions (id, idempotency_key, kind, created_at) VALUES {rows}")
-        )
-    balanced = next(plan for plan in plans if "postings p" in plan and "new_rows" in plan)
-    lines = [line.strip() for line in balanced.splitlines() if line.strip()]
-    loop = next(n for n, line in enumerate(lines) if "Nested Loop" in line)
-    # The nested loop's outer side (its first child) is the transition table, scanned once;
-    # the journal is reached by index, inside.
-    outer = next(line for line in lines[loop + 1 :] if line.startswith("->"))
-    assert "Named Tuplestore Scan" in outer, balanced
-    assert "Index" in balanced.split("new_rows", 1)[1], balanced
-    # The sealed check: the forty transactions of the eighty rows, looked up together.
-    sealed = next(plan for plan in plans if "transactions t" in plan)
-    for absent in ("new_rows", "Nested Loop", "Seq Scan"):
-        assert absent not in sealed, sealed
-    for present in ("Index", "ANY"):
-        assert present in sealed, sealed
-    assert any("new_rows" in plan and "Named Tuplestore Scan" in plan for plan in plans)
-
-
 def test_a_connection_lost_while_a_huge_close_is_staged_answers_503_and_writes_nothing(
     pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -316,7 +156,7 @@ def test_a_connection_lost_while_a_huge_close_is_staged_answers_503_and_writes_n
     failure there is the store's 503 (the platform re-sends), like any other statement's, never
     a driver error escaping as a 500."""
 
-    store = _store(pg_book)
+    store = postgres_store(pg_book)
     monkeypatch.setattr(closes, "SET_BASED_FROM", 4)
     pg_book.place_bets(P.place(*(P.entry(uid, ticket="t") for uid in range(1, 5))))
     created = PostgresDialect.temp_table
@@ -376,7 +216,7 @@ def test_a_resent_place_bet_waiting_on_the_first_ones_lock_is_answered_as_the_re
     pg_book: ledger.Ledger,
 ) -> None:
     pg_book.deposit("u1", "EUR", "11.00", reference="seed")  # one entry's worth
-    store = _store(pg_book)
+    store = postgres_store(pg_book)
     command = pg_book._place_command(P.place(P.entry(1)))
     with store.unit_of_work() as first:
         placed = command.apply(first)
@@ -421,7 +261,7 @@ def test_an_account_missing_under_the_lock_and_created_meanwhile_is_a_retry_neve
     pg_book: ledger.Ledger,
 ) -> None:
     pg_book.deposit("u1", "EUR", "10.00", reference="seed")
-    store = _store(pg_book)
+    store = postgres_store(pg_book)
     mine = Transaction("gift", TxnKind.DEPOSIT, transfer("user:u1", "user:u2", "EUR", 500))
     with store.unit_of_work() as uow:
         # One side locked, the other known missing.
@@ -438,7 +278,7 @@ def test_an_account_missing_under_the_lock_and_created_meanwhile_is_a_retry_neve
 
 def test_writes_of_locked_balances_are_queued_and_never_prepared(pg_book: ledger.Ledger) -> None:
     pg_book.deposit("u1", "EUR", "100.00", reference="seed")
-    store = _store(pg_book)
+    store = postgres_store(pg_book)
     with store.unit_of_work() as uow:
         for n in range(8):  # psycopg prepares a statement on its 5th run in one session
             uow.bets_and_balances([], [("user:u1", "EUR")], [])
@@ -466,78 +306,13 @@ def test_bulk_arrays_of_every_kind_reach_postgres_exactly_as_given(pg_book: ledg
         ("timestamptz", arrays.Times([now, now, now])),
         ("timestamptz", arrays.Times([now, now - timedelta(days=1), None])),
     ]
-    with _store(pg_book).engine.connect() as connection:
+    with postgres_store(pg_book).engine.connect() as connection:
         driver = connection.connection.driver_connection
         assert driver is not None
         for kind, values in cases:
             back = driver.execute(f"SELECT %b::{kind}[]", (values,)).fetchone()
             assert back is not None
             assert back[0] == list(values), kind
-
-
-def _backend(store: PostgresStore) -> int:
-    with store.engine.connect() as connection:
-        return int(connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
-
-
-def _terminate_all(store: PostgresStore) -> None:
-    """End every server process of the store's database: all its pooled connections are dead."""
-    other = PostgresStore(store.url)
-    try:
-        with other.engine.connect() as connection:
-            connection.exec_driver_sql(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-    finally:
-        other.close()
-
-
-def test_a_pooled_connection_is_pinged_only_after_sitting_idle(
-    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = _store(pg_book)
-    pings: list[object] = []
-    ping = store.engine.dialect.do_ping
-
-    def counted(dbapi_connection: Any) -> bool:
-        pings.append(dbapi_connection)
-        return bool(ping(dbapi_connection))
-
-    monkeypatch.setattr(store.engine.dialect, "do_ping", counted)
-    monkeypatch.setattr(pg_pool, "PING_IDLE", 60.0)
-    for _ in range(3):
-        _backend(store)
-    assert pings == []  # used moments ago: alive, or its first statement says otherwise
-    monkeypatch.setattr(pg_pool, "PING_IDLE", 0.0)
-    _backend(store)
-    assert len(pings) == 1
-
-
-def test_an_idle_pooled_connection_whose_server_went_away_is_replaced_before_use(
-    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = _store(pg_book)
-    gone = _backend(store)
-    _terminate_all(store)
-    monkeypatch.setattr(pg_pool, "PING_IDLE", 0.0)  # they have sat idle
-    assert _backend(store) != gone  # no error: the ping found it dead, a new one was used
-    pg_book.deposit("u1", "EUR", "1.00", reference="after")
-    assert balance(pg_book, "u1") == (D("1.00"), D("0.00"))
-
-
-def test_a_busy_pooled_connection_whose_server_went_away_fails_one_unit_then_the_pool_is_new(
-    pg_book: ledger.Ledger, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    store = _store(pg_book)
-    _backend(store)
-    _terminate_all(store)
-    monkeypatch.setattr(pg_pool, "PING_IDLE", 60.0)  # every pooled connection used moments ago
-    # Not pinged: its first statement fails, retryable for the platform.
-    with pytest.raises(ledger.StoreUnavailable):
-        pg_book.deposit("u1", "EUR", "1.00", reference="lost")
-    pg_book.deposit("u1", "EUR", "1.00", reference="lost")  # the re-send
-    assert balance(pg_book, "u1") == (D("1.00"), D("0.00"))
 
 
 def test_a_batch_whose_writes_are_refused_at_commit_is_applied_again_telling_whose_failure(
@@ -560,7 +335,7 @@ def test_a_batch_whose_writes_are_refused_at_commit_is_applied_again_telling_who
         if len(units) == 1:
             # Another process places bet 2 for another user after this batch read the bets:
             # this batch's insert of bet 2, held back for the commit, fails there.
-            with ledger.open_ledger(_store(pg_book).url) as other:
+            with ledger.open_ledger(postgres_store(pg_book).url) as other:
                 other.place_bets(P.place(P.entry(2, user="u2")))
         return outcomes
 

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import text
 
 import ledger
+from ledger.stores.postgres import PostgresStore
 from ledger.stores.sql import SqlStore
 from ledger.writer import Single
 from support import payloads as P
@@ -153,3 +154,10 @@ def settled_and_refunded(book: ledger.Ledger) -> None:
     book.place_bets(P.place(P.entry(1, pool=7), P.entry(2, pool=8)))
     book.settle(P.settle(7, (1, "4.00")))
     book.refund(P.refund(8, 2))
+
+
+def postgres_store(book: ledger.Ledger) -> PostgresStore:
+    """``book``'s store, which the test needs to be Postgres's."""
+    store = book.store
+    assert isinstance(store, PostgresStore)
+    return store
