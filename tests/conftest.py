@@ -24,6 +24,7 @@ import pytest
 from sqlalchemy.engine import URL, make_url
 
 import ledger
+from support.browser import Console, chromium, screens_for, seeded_server
 
 
 class PostgresCluster:
@@ -179,3 +180,11 @@ def books_stay_balanced(request: pytest.FixtureRequest) -> Iterator[None]:
     if book is not None:
         report = book.check()
         assert report.ok, report.problems
+
+
+@pytest.fixture
+def console(tmp_path: Path, store_url: str, request: pytest.FixtureRequest) -> Iterator[Console]:
+    """The console in a headless Chromium, signed in as nobody yet, on a seeded ``ledger serve``
+    on ``store_url`` (tests/browser; support.browser)."""
+    with chromium() as driver, seeded_server(tmp_path, store_url) as server:
+        yield Console(driver, server, screens_for(tmp_path, request.node.name))

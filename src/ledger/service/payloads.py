@@ -12,7 +12,7 @@ Invariant: a pause taken for a body ends with its answer, or at once when the bo
 and the command and its answer are the same paused or not. Tested by
 ``tests/service/test_group_commit.py`` (a huge body settled and refused, the collector running
 again after either; a huge command freed after its answer, still paused) and
-``tests/stores/test_set_based.py`` (the collector paused and resumed).
+``tests/stores/test_set_based_threshold.py`` (the collector paused and resumed).
 """
 
 from __future__ import annotations

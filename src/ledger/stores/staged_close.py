@@ -3,7 +3,8 @@
 The statements are :mod:`.closing`'s; here is their order. Invariant: a staged close either
 refuses with the first item the domain would refuse, or hands the request back to the domain
 (``None``: beyond the bounds of exact sums), or writes all of it; what it staged is discarded on
-every way out. Proved by ``tests/stores/test_set_based.py``.
+every way out. Proved by ``tests/stores/test_set_based.py`` (the same as the domain) and
+``tests/stores/test_set_based_threshold.py`` (a refusal, a failure after it wrote).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The pool's liveness check: a connection is pinged only after sitting idle (HikariCP's rule).
 
 Invariant: a connection idle past the threshold is pinged before it is handed out, and one whose
-server went away is replaced, never handed out. Tested by tests/stores/test_postgres_batching.py."""
+server went away is replaced, never handed out. Tested by tests/stores/test_postgres_pool.py."""
 
 from __future__ import annotations
 

@@ -16,10 +16,11 @@ its CPU in ``ExecNestLoop``, ``ExecNamedTuplestoreScan`` and ``tuplestore_gettup
 Each check now reads its transition table on the outside by construction: a ``LATERAL``
 subquery with a ``LIMIT`` is never flattened into a join, so it runs once per inserted row,
 parameterised by that row's key (an index lookup). What is checked, and the error raised, are
-unchanged. ``tests/stores/test_postgres_batching.py`` reads the plans through auto_explain: on a
-fresh ledger, a first group of 80 postings made 0010's balanced check walk ``postings_txn``
-outside. Benchmark (a) on Postgres with two workers, after: 173 us of database CPU per Place
-Bet (436 to 628 before), 3,627 req/s (1,431 to 2,203), p99 1.6 x the echo's (4.1 to 4.2).
+unchanged. ``tests/stores/test_postgres_journal_checks.py`` reads the plans through
+auto_explain: on a fresh ledger, a first group of 80 postings made 0010's balanced check walk
+``postings_txn`` outside. Benchmark (a) on Postgres with two workers, after: 173 us of database
+CPU per Place Bet (436 to 628 before), 3,627 req/s (1,431 to 2,203), p99 1.6 x the echo's (4.1
+to 4.2).
 """
 
 from __future__ import annotations
