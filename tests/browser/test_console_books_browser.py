@@ -1,11 +1,8 @@
 """The console's pages in a real browser (the books, the delivery journal, every page fitting
-the screen): headless Chromium through Selenium (tests/support/browser.py), against a real
-``ledger serve`` on 127.0.0.1, once per store.
-
-Marked ``browser``: the default run leaves them out, ``.ci/run`` installs the browser and runs
-them. A missing browser fails the run; it never skips. Screenshots of every page, at 1280 px and
-at a phone's 390 px, land in ``$LEDGER_SCREENSHOTS`` when it is set (one folder per test and
-store), else in the test's tmp dir (``screens/``).
+the screen), against a real ``ledger serve`` on 127.0.0.1, once per store; marked ``browser`` as
+test_console_roles_browser says. Screenshots of every page, at 1280 px and at a phone's 390 px,
+land in ``$LEDGER_SCREENSHOTS`` when it is set (one folder per test and store), else in the
+test's tmp dir (``screens/``).
 """
 
 from __future__ import annotations

@@ -3,9 +3,7 @@ Chromium through Selenium (tests/support/browser.py), against a real ``ledger se
 127.0.0.1, once per store.
 
 Marked ``browser``: the default run leaves them out, ``.ci/run`` installs the browser and runs
-them. A missing browser fails the run; it never skips. Screenshots of every page, at 1280 px and
-at a phone's 390 px, land in ``$LEDGER_SCREENSHOTS`` when it is set (one folder per test and
-store), else in the test's tmp dir (``screens/``).
+them. A missing browser fails the run; it never skips.
 """
 
 from __future__ import annotations
