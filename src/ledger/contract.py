@@ -34,7 +34,7 @@ from msgspec import Meta, Struct
 
 from .domain import HELD_SUFFIX
 from .errors import InvalidAmount, InvalidRequest
-from .money import is_plain_decimal, parse_decimal, parse_number
+from .money import is_plain_decimal, non_negative, parse_decimal, parse_number
 
 __all__ = [
     "AMOUNT_JSON_SCHEMA",
@@ -177,7 +177,7 @@ class Amount(Decimal):
 def _number_hook(text: str) -> Amount:
     # msgspec's float_hook: a JSON number with a fraction or exponent, still as its text.
     try:
-        return Amount(parse_number(text))
+        return Amount(non_negative(parse_number(text)))
     except InvalidAmount as error:
         raise ValueError(error.message) from None  # msgspec adds where: "- at `$...amount`"
 
@@ -206,7 +206,7 @@ def _amount_hook(kind: type[Any], value: Any) -> Any:
                 _READ[value] = amount
             return amount
     try:
-        return Amount(parse_decimal(value, field="amount"))
+        return Amount(non_negative(parse_decimal(value, field="amount")))
     except InvalidAmount as error:
         raise ValueError(error.message) from None
 

@@ -20,6 +20,7 @@ __all__ = [
     "MAX_MINOR",
     "from_minor",
     "is_plain_decimal",
+    "non_negative",
     "parse_decimal",
     "parse_number",
     "render",
@@ -130,12 +131,18 @@ def to_minor(amount: Decimal, scale: int, *, field: str = "amount") -> int:
     return _to_minor(amount, scale, field)
 
 
+def non_negative(amount: Decimal, *, field: str = "amount") -> Decimal:
+    """``amount``, unless it is below zero (``-0`` is zero): :class:`InvalidAmount` then. No amount
+    a payload carries may be negative, the refund's and settle's echoed ones included."""
+    if amount and amount.is_signed():
+        raise InvalidAmount(f"{field}: {_quote(amount)} is negative")
+    return amount
+
+
 @lru_cache(maxsize=4096)
 def _to_minor(amount: Decimal, scale: int, field: str) -> int:
-    if not amount:
+    if not non_negative(amount, field=field):
         return 0  # zero, including -0 and 0E+7
-    if amount.is_signed():
-        raise InvalidAmount(f"{field}: {_quote(amount)} is negative")
     # Reject absurd exponents before building huge integers (1E+999999 would take a while):
     # beyond 30 the amount is over MAX_MINOR at any scale.
     if amount.adjusted() > 30:

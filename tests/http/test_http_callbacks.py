@@ -147,6 +147,23 @@ def test_negative_amount_is_400(wallet: Wallet) -> None:
     assert response.status_code == 400
 
 
+@pytest.mark.parametrize("number", [Decimal("-1.7976931348623157E+308"), Decimal("-5"), -5])
+def test_a_refund_or_settle_echoing_a_negative_number_is_400_and_closes_nothing(
+    wallet: Wallet, number: Decimal | int
+) -> None:
+    # A refund's and a settle's own amounts are echoes the ledger never uses (it reverses what
+    # it recorded), but a negative one breaks the published schema like any other amount.
+    wallet.deposit("u1", "100.00")
+    assert wallet.place(place(entry(1, pool=7), entry(2, pool=7))).status_code == 200
+    echoed = pool_of(7, [participant(1, amount=number, rake="0")], status="cancelled")
+    paid = pool_of(7, [participant(2, payout=number, rank=1)], status="closed")
+    for response in (wallet.refund(pools(echoed)), wallet.settle(pools(paid))):
+        assert response.status_code == 400
+        assert error_of(response) == "amount.invalid"
+        assert "is negative" in response.json()["message"]
+    assert wallet.balance("u1") == ("78.00", "22.00")
+
+
 HUGE = "1." + "0" * 300_000
 
 HUGE_CALLBACKS = {
