@@ -14,7 +14,7 @@ import re
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from selenium import webdriver
@@ -38,8 +38,6 @@ from support.httpkit import (
     run_server,
 )
 from support.payloads import entry, place
-
-T = TypeVar("T")
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
