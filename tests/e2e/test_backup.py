@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.httpkit import PLACE, dumps, headers, ledger_command
-from support.killable import LedgerProcess, server_env
+from support.httpkit import PLACE, dumps, headers, ledger_command, server_env
+from support.killable import LedgerProcess
 from support.operator_calls import OPERATOR_AUTH, deposit
 from support.payloads import entry, place
 from support.stored import ledger_check

@@ -13,8 +13,8 @@ import pytest
 
 import ledger
 from ledger.events import event_dict
-from support.httpkit import PLACE, REFUND_BET, SETTLE, dumps, headers, ledger_command
-from support.killable import LedgerProcess, server_env
+from support.httpkit import PLACE, REFUND_BET, SETTLE, dumps, headers, ledger_command, server_env
+from support.killable import LedgerProcess
 from support.operator_calls import OPERATOR_AUTH, deposit
 from support.payloads import entry, place, refund, settle
 from support.readme import marked_block, run_block

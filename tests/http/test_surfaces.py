@@ -16,8 +16,16 @@ from litestar.testing import TestClient
 
 from ledger.http.app import create_app
 from ledger.settings import Settings, SettingsError
-from support.httpkit import OPERATOR_HEADERS, PLACE, dumps, free_port, headers, settings_for
-from support.killable import LedgerProcess, server_env
+from support.httpkit import (
+    OPERATOR_HEADERS,
+    PLACE,
+    dumps,
+    free_port,
+    headers,
+    server_env,
+    settings_for,
+)
+from support.killable import LedgerProcess
 from support.payloads import entry, place
 
 OPERATOR_SIDE = ["/console/sign-in", "/admin/users", "/metrics", "/schema/swagger"]

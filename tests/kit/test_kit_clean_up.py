@@ -20,20 +20,10 @@ from ledger.kit import payloads
 from ledger.kit.admin_client import Books, Operator
 from ledger.kit.platform import CallbackEvent, Platform
 from ledger.testdata import KIT_PREFIX, is_kit_data
-from support.httpkit import CLIENT, OPERATOR, SECRET, Server, ledger_command, run_server
+from support.httpkit import CLIENT, OPERATOR, SECRET, Server, ledger_command, run_server, server_env
 
 OWN_USER = "olga"
 OPERATOR_ARGS = ("--operator-token", OPERATOR)
-
-
-def server_env(database_url: str, **extra: str) -> dict[str, str]:
-    return {
-        "LEDGER_JWT_SECRET": SECRET,
-        "LEDGER_CLIENT_NAME": CLIENT,
-        "LEDGER_OPERATOR_TOKEN": OPERATOR,
-        "LEDGER_DATABASE_URL": database_url,
-        **extra,
-    }
 
 
 def kit(command: str, url: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -24,7 +24,7 @@ from ledger.kit.scenarios import Report, Validator, is_error_key
 from ledger.kit.ticket_api import ServerThread
 from ledger.kit.token import check_token
 from ledger.tokens import sign_token
-from support.httpkit import CLIENT, OPERATOR, SECRET, ledger_command, run_server
+from support.httpkit import CLIENT, OPERATOR, SECRET, ledger_command, run_server, server_env
 from support.validator_wallets import OPERATOR_TOKEN, Bugs, Wallet, create_wallet_app
 
 # --- the platform's wire format -------------------------------------------------------------------
@@ -190,15 +190,6 @@ def test_validate_token_command_exits_0_only_for_a_valid_token() -> None:
 
 
 # --- against our server ---------------------------------------------------------------------------
-
-
-def server_env(database_url: str) -> dict[str, str]:
-    return {
-        "LEDGER_JWT_SECRET": SECRET,
-        "LEDGER_CLIENT_NAME": CLIENT,
-        "LEDGER_OPERATOR_TOKEN": OPERATOR,
-        "LEDGER_DATABASE_URL": database_url,
-    }
 
 
 def run_validate(url: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -35,7 +35,8 @@ import httpx
 import pytest
 
 import ledger
-from support.killable import LedgerProcess, server_env
+from support.httpkit import server_env
+from support.killable import LedgerProcess
 from support.operator_calls import deposit
 from support.platform_driver import PlatformDriver, assert_books_match
 from support.processes import wait_until

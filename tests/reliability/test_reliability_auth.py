@@ -22,8 +22,18 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from support.httpkit import CLIENT, OPERATOR, PLACE, REFUND_BET, SECRET, SETTLE, dumps, token
-from support.killable import LedgerProcess, server_env
+from support.httpkit import (
+    CLIENT,
+    OPERATOR,
+    PLACE,
+    REFUND_BET,
+    SECRET,
+    SETTLE,
+    dumps,
+    server_env,
+    token,
+)
+from support.killable import LedgerProcess
 from support.operator_calls import OPERATOR_AUTH, deposit, snapshot
 from support.payloads import entry, place, refund, settle
 

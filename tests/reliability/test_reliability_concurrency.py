@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 import ledger
-from support.httpkit import PLACE, REFUND_BET, SETTLE, dumps, headers
-from support.killable import LedgerProcess, server_env
+from support.httpkit import PLACE, REFUND_BET, SETTLE, dumps, headers, server_env
+from support.killable import LedgerProcess
 from support.operator_calls import balances_of, deposit
 from support.payloads import entry, place, refund, settle
 from support.stored import ledger_check, stored_bets

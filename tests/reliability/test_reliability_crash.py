@@ -25,7 +25,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.killable import LedgerProcess, server_env
+from support.httpkit import server_env
+from support.killable import LedgerProcess
 from support.operator_calls import balances_of, deposit
 from support.platform_driver import PlatformDriver
 from support.processes import wait_until

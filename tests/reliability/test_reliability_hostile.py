@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from schemathesis.core.parameters import ParameterLocation
 
-from support.httpkit import PLACE, REFUND_BET, SETTLE, dumps, headers
-from support.killable import LedgerProcess, server_env
+from support.httpkit import PLACE, REFUND_BET, SETTLE, dumps, headers, server_env
+from support.killable import LedgerProcess
 from support.operator_calls import OPERATOR_AUTH, deposit, snapshot
 from support.payloads import entry, place, refund, settle
 

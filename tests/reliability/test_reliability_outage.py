@@ -19,8 +19,8 @@ import psycopg
 import pytest
 
 from support.dedicated_postgres import DedicatedPostgres, libpq_dsn
-from support.httpkit import PLACE, dumps, headers
-from support.killable import LedgerProcess, server_env
+from support.httpkit import PLACE, dumps, headers, server_env
+from support.killable import LedgerProcess
 from support.operator_calls import balances_of, deposit
 from support.payloads import entry, place
 from support.platform_driver import PlatformDriver, assert_books_match

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from support.httpkit import CLIENT, OPERATOR, SECRET, ledger_command
-from support.killable import LedgerProcess, server_env
+from support.httpkit import CLIENT, OPERATOR, SECRET, ledger_command, server_env
+from support.killable import LedgerProcess
 from support.stored import ledger_check
 
 SOAK_SECONDS = float(os.environ.get("LEDGER_SOAK_SECONDS", "120"))

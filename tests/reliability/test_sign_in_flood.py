@@ -20,8 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.httpkit import PLACE, dumps, headers
-from support.killable import LedgerProcess, server_env
+from support.httpkit import PLACE, dumps, headers, server_env
+from support.killable import LedgerProcess
 from support.operator_calls import deposit
 from support.payloads import entry, place
 

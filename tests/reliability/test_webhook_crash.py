@@ -15,7 +15,8 @@ import pytest
 
 import ledger
 from ledger.stores.webhooks import WebhookTables
-from support.killable import LedgerProcess, server_env
+from support.httpkit import server_env
+from support.killable import LedgerProcess
 from support.operator_calls import OPERATOR_AUTH
 from support.receiver import Receiver
 

@@ -26,16 +26,14 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from support.console import PASSWORD, ROLES
 from support.httpkit import (
-    CLIENT,
-    OPERATOR,
     OPERATOR_HEADERS,
     PLACE,
-    SECRET,
     Server,
     dumps,
     headers,
     ledger_command,
     run_server,
+    server_env,
 )
 from support.payloads import entry, place
 
@@ -76,12 +74,7 @@ def seeded_server(tmp_path: Path, store_url: str) -> Iterator[Server]:
     """A ``ledger serve`` on ``store_url`` with the three operators of :data:`ROLES` and a small
     book: two users' deposits and entries (one hold stale), five free entries in one request,
     two deliveries refused 401."""
-    env = {
-        "LEDGER_DATABASE_URL": store_url,
-        "LEDGER_JWT_SECRET": SECRET,
-        "LEDGER_CLIENT_NAME": CLIENT,
-        "LEDGER_OPERATOR_TOKEN": OPERATOR,
-    }
+    env = server_env(store_url)
     # The first operators are made as the README says: `ledger operators add`.
     for name, role in ROLES.items():
         subprocess.run(

@@ -186,6 +186,17 @@ class Server:
         return self.log.read_text(errors="replace")
 
 
+def server_env(database_url: str, **extra: str) -> dict[str, str]:
+    """The environment of a production-like server on ``database_url``."""
+    return {
+        "LEDGER_DATABASE_URL": database_url,
+        "LEDGER_JWT_SECRET": SECRET,
+        "LEDGER_CLIENT_NAME": CLIENT,
+        "LEDGER_OPERATOR_TOKEN": OPERATOR,
+        **extra,
+    }
+
+
 @contextmanager
 def run_server(
     tmp_path: Path,

