@@ -2,15 +2,18 @@
 on the same machine in the same run.
 
     python benchmarks/run.py [--store sqlite|postgres|all] [--parts abcd] [--workers 1,2]
-                             [--quick] [--million] [--seconds N] [--json PATH]
+                             [--quick] [--million] [--seconds N] [--rounds N] [--json PATH]
     python benchmarks/run.py --report benchmarks/results/run.json   # a run's table, as Markdown
 
 (a) HTTP Place Bet, one new bet per request, 64 connections, durable, next to a bare Litestar
     echo endpoint served the same way and loaded by the same generator (wrk, Lua script), with
     1 and 2 server processes (``ledger serve --workers``); besides req/s and p99, the server's
     CPU microseconds per request (``/proc/<pid>/stat`` before and after, summed over workers),
-    the figure that stays meaningful on a loaded machine;
-(b) embedded ``place_bets`` in batches vs raw ``sqlite3`` executemany writing the same rows;
+    the figure that stays meaningful on a loaded machine. Each round runs the echo and the
+    ledger back to back, which goes first alternating; the figure is the round with the median
+    ratio (``--rounds``, 3 by default);
+(b) embedded ``place_bets`` in batches vs raw ``sqlite3`` executemany writing the same rows, in
+    alternated rounds too;
 (c) one Settle of 100,000 (and, with ``--million``, 1,000,000) participants over HTTP: seconds
     and server peak RSS;
 (d) a hot account: one user placing bets from 64 connections vs 64 different users.
@@ -39,10 +42,10 @@ from accounting import (
     machine_ticks,
     peak_rss_mib,
     steal_share,
-    stolen,
     tree_cpu_seconds,
 )
 from databases import DEFAULTS_HELP, store_url
+from report import median_run, report
 from servers import (
     USERS,
     auth_header,
@@ -64,19 +67,31 @@ def bench_echo(seconds: int) -> dict[str, Any]:
         return wrk(port, "/echo", USERS, seconds, pid=process.pid)
 
 
-def bench_http(
-    db: str,
-    seconds: int,
-    echo: dict[str, Any],
-    *,
-    hot: bool,
-    workers: int = 1,
-    limits: bool = False,
+def http_round(
+    db: str, seconds: int, *, echo_first: bool, hot: bool, workers: int, limits: bool
 ) -> dict[str, Any]:
-    """(a) Place Bet against ``echo`` (measured in the same run) and, with ``hot``, (d); with
-    ``limits``, every user has a stake limit (never reached), so every entry is checked."""
+    """One round of (a): the echo and the ledger back to back, the echo first or last, and the
+    ledger's figures as ratios to that echo's. The machine's speed drifts (the echo from 6,300 to
+    15,500 req/s between days, and by a third within minutes), so a ratio is only as good as the
+    nearness of its two runs, and alternating which goes first cancels a steady drift."""
+    echo = bench_echo(seconds) if echo_first else None
+    result = bench_http(db, seconds, hot=hot, workers=workers, limits=limits)
+    echo = echo or bench_echo(seconds)
+    bet = result["place_bet"]
+    result["echo"] = echo
+    result["ratio_throughput"] = bet["rps"] / echo["rps"]
+    result["ratio_p99"] = bet["p99_us"] / max(1, echo["p99_us"])
+    result["ratio_cpu"] = bet["server_cpu_us_per_request"] / echo["server_cpu_us_per_request"]
+    return result
+
+
+def bench_http(
+    db: str, seconds: int, *, hot: bool, workers: int = 1, limits: bool = False
+) -> dict[str, Any]:
+    """(a) Place Bet and, with ``hot``, (d); with ``limits``, every user has a stake limit
+    (never reached), so every entry is checked."""
     port = free_port()
-    result: dict[str, Any] = {"workers": workers, "echo": echo, "limits": limits}
+    result: dict[str, Any] = {"workers": workers, "limits": limits}
     postmaster = database_pid(db)
     with ledger_server(db, port, workers) as process:
         fund(port, [f"u{n}" for n in range(USERS)])
@@ -93,21 +108,40 @@ def bench_http(
     for key in ("place_bet", "place_bet_hot"):
         if key in result and result[key]["non_2xx"]:
             raise RuntimeError(f"{key}: {result[key]['non_2xx']} non-2xx answers")
-    bet = result["place_bet"]
-    result["ratio_throughput"] = bet["rps"] / echo["rps"]
-    result["ratio_p99"] = bet["p99_us"] / max(1, echo["p99_us"])
-    result["ratio_cpu"] = bet["server_cpu_us_per_request"] / echo["server_cpu_us_per_request"]
     if hot:
-        result["ratio_hot"] = result["place_bet_hot"]["rps"] / bet["rps"]
+        result["ratio_hot"] = result["place_bet_hot"]["rps"] / result["place_bet"]["rps"]
     return result
 
 
 # --- (b): embedded place_bets vs raw sqlite3 ------------------------------------------------------
 
 
-def bench_embedded(directory: Path, bets: int, batch: int) -> dict[str, Any]:
+def bench_embedded(directory: Path, bets: int, batch: int, rounds: int) -> dict[str, Any]:
+    """(b) in ``rounds`` rounds, each the embedded ledger and raw ``sqlite3`` back to back (which
+    goes first alternating, as for (a)), each on new files: the round with the median ratio, and
+    every round."""
+    runs = []
+    for round_ in range(rounds):
+        where = directory / f"embedded-{round_}"
+        where.mkdir()
+        order = [embedded_rate, raw_rate] if round_ % 2 == 0 else [raw_rate, embedded_rate]
+        rates = {measure.__name__: measure(where, bets, batch) for measure in order}
+        embedded, physical = rates["embedded_rate"], rates["raw_rate"]
+        runs.append(
+            {
+                "bets": bets,
+                "batch": batch,
+                "embedded_bets_per_s": embedded,
+                "raw_bets_per_s": physical,
+                "ratio": embedded / physical,
+            }
+        )
+    return {**median_run(runs, "ratio"), "runs": runs}
+
+
+def embedded_rate(directory: Path, bets: int, batch: int) -> float:
+    """Bets a second of the embedded ledger's ``place_bets``, ``batch`` bets a call."""
     import ledger
-    from ledger.stores.sqlite import ExactSum
 
     url = f"sqlite:///{directory / 'embedded.db'}"
     book = ledger.open_ledger(url)
@@ -129,9 +163,15 @@ def bench_embedded(directory: Path, bets: int, batch: int) -> dict[str, Any]:
         )
     embedded = bets / (time.perf_counter() - started)
     book.close()
+    return embedded
 
-    # The physical limit: the same rows (bet, two postings, one transaction per batch) written
-    # with sqlite3 executemany into the same migrated schema, same durability settings.
+
+def raw_rate(directory: Path, bets: int, batch: int) -> float:
+    """The physical limit: the same rows (bet, two postings, one transaction per batch) written
+    with sqlite3 executemany into the same migrated schema, same durability settings."""
+    import ledger
+    from ledger.stores.sqlite import ExactSum
+
     path = directory / "raw.db"
     ledger.open_ledger(f"sqlite:///{path}").close()
     raw = sqlite3.connect(path, isolation_level=None)
@@ -173,13 +213,7 @@ def bench_embedded(directory: Path, bets: int, batch: int) -> dict[str, Any]:
         raw.execute("COMMIT")
     physical = bets / (time.perf_counter() - started)
     raw.close()
-    return {
-        "bets": bets,
-        "batch": batch,
-        "embedded_bets_per_s": embedded,
-        "raw_bets_per_s": physical,
-        "ratio": embedded / physical,
-    }
+    return physical
 
 
 # --- (c): one huge settle over HTTP --------------------------------------------------------------
@@ -339,6 +373,9 @@ def main() -> None:
         "--workers", default="1,2", help="server processes for (a), comma-separated (1,2)"
     )
     parser.add_argument("--seconds", type=int, help="seconds per wrk run (default 15, quick 5)")
+    parser.add_argument(
+        "--rounds", type=int, help="alternated rounds of (a), (d) and (b) (default 3, quick 1)"
+    )
     parser.add_argument("--quick", action="store_true", help="5 s runs, fewer embedded bets")
     parser.add_argument("--million", action="store_true", help="(c) also at 1,000,000")
     parser.add_argument(
@@ -357,29 +394,45 @@ def main() -> None:
     stores = ["sqlite", "postgres"] if args.store == "all" else [args.store]
     parts = set(args.parts)
     seconds = args.seconds or (5 if args.quick else 15)
+    rounds = args.rounds or (1 if args.quick else 3)
     sizes = [100_000, 1_000_000] if args.million else [100_000]
     workers = [int(number) for number in args.workers.split(",")]
     results: dict[str, Any] = {
         "machine": machine(),
         "quick": args.quick,
         "seconds": seconds,
+        "rounds": rounds,
         "load_before": os.getloadavg(),
         "stores": {},
     }
     with tempfile.TemporaryDirectory(prefix="ledger-bench-") as tmp:
         directory = Path(tmp)
-        if parts & {"a", "d"}:
-            print("echo baseline ...", flush=True)
-            results["echo"] = bench_echo(seconds)
         for store in stores:
             figures: dict[str, Any] = {}
             for count in workers if parts & {"a", "d"} else []:
                 hot = "d" in parts and store == "sqlite" and count == 1
-                print(f"[{store}] (a) Place Bet vs echo, {count} worker(s) ...", flush=True)
-                with store_url(store, directory, f"http{count}") as url:
-                    figures[f"a_http_{count}"] = bench_http(
-                        url, seconds, results["echo"], hot=hot, workers=count, limits=args.limits
+                runs = []
+                for round_ in range(rounds):
+                    print(
+                        f"[{store}] (a) Place Bet vs echo, {count} worker(s), "
+                        f"round {round_ + 1} of {rounds} ...",
+                        flush=True,
                     )
+                    with store_url(store, directory, f"http{count}-{round_}") as url:
+                        runs.append(
+                            http_round(
+                                url,
+                                seconds,
+                                echo_first=round_ % 2 == 0,
+                                hot=hot,
+                                workers=count,
+                                limits=args.limits,
+                            )
+                        )
+                figures[f"a_http_{count}"] = {
+                    **median_run(runs, "ratio_throughput"),
+                    "runs": runs,
+                }
             for size in sizes if "c" in parts else []:
                 print(f"[{store}] (c) settle of {size:,} participants ...", flush=True)
                 with store_url(store, directory, f"settle{size}") as url:
@@ -388,111 +441,14 @@ def main() -> None:
         if "sqlite" in stores and "b" in parts:
             print("[sqlite] (b) embedded place_bets vs raw sqlite3 ...", flush=True)
             bets = 20_000 if args.quick else 100_000
-            results["stores"]["sqlite"]["b_embedded"] = bench_embedded(directory, bets, 1000)
+            results["stores"]["sqlite"]["b_embedded"] = bench_embedded(
+                directory, bets, 1000, rounds
+            )
     results["load_after"] = os.getloadavg()
     report(results)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(results, indent=2) + "\n")
-
-
-def report(results: dict[str, Any], *, markdown: bool = False) -> None:
-    """Print the run's figures against their targets: aligned text, or a Markdown table."""
-    rows: list[tuple[str, str, str]] = []
-    echo = results.get("echo")
-    if echo:
-        rows.append(
-            (
-                "echo baseline",
-                f"{echo['rps']:,.0f} req/s, p99 {echo['p99_us'] / 1000:.1f} ms, "
-                f"{echo['server_cpu_us_per_request']:.0f} CPU us/req",
-                "",
-            )
-        )
-    for store, figures in results["stores"].items():
-        for key, http in figures.items():
-            if not key.startswith("a_http_"):
-                continue
-            bet, count = http["place_bet"], http["workers"]
-            echo_idle = http["echo"].get("machine_idle_share", float("nan"))
-            name = f"(a) {store}, {count} worker{'s' if count > 1 else ''}"
-            rows.append(
-                (
-                    f"{name}: throughput vs echo",
-                    f"{bet['rps']:,.0f} req/s = {http['ratio_throughput']:.2f}",
-                    ">= 0.5" if store == "postgres" else ">= 0.75" if count == 1 else "",
-                )
-            )
-            rows.append(
-                (
-                    f"{name}: p99 vs echo",
-                    f"{bet['p50_us'] / 1000:.1f} / {bet['p99_us'] / 1000:.1f} ms (p50 / p99) "
-                    f"= {http['ratio_p99']:.2f}",
-                    "<= 1.5" if store == "sqlite" and count == 1 else "",
-                )
-            )
-            rows.append(
-                (
-                    f"{name}: server CPU per request",
-                    f"{bet['server_cpu_us_per_request']:.0f} us = {http['ratio_cpu']:.2f} x echo "
-                    f"(event loop {bet['loop_cpu_us_per_request']:.0f} us); "
-                    f"machine idle {bet['machine_idle_share']:.0%} (echo {echo_idle:.0%})"
-                    + stolen(bet, http["echo"]),
-                    "",
-                )
-            )
-            if "database_cpu_us_per_request" in bet:
-                rows.append(
-                    (
-                        f"{name}: database server CPU per request",
-                        f"{bet['database_cpu_us_per_request']:.0f} us (every Postgres process)",
-                        "",
-                    )
-                )
-            if "ratio_hot" in http:
-                rows.append(
-                    (
-                        f"(d) {store}: one hot user vs {USERS} users",
-                        f"{http['place_bet_hot']['rps']:,.0f} vs {bet['rps']:,.0f} req/s "
-                        f"= {http['ratio_hot']:.2f}",
-                        ">= 0.8",
-                    )
-                )
-        if "b_embedded" in figures:
-            b = figures["b_embedded"]
-            rows.append(
-                (
-                    f"(b) {store}: embedded place_bets vs raw sqlite3",
-                    f"{b['embedded_bets_per_s']:,.0f} vs {b['raw_bets_per_s']:,.0f} bets/s "
-                    f"= {b['ratio']:.2f}",
-                    ">= 0.5",
-                )
-            )
-        for key, value in figures.items():
-            if key.startswith("c_settle_"):
-                size = value["participants"]
-                rows.append(
-                    (
-                        f"(c) {store}: settle of {size:,} over HTTP",
-                        f"{value['seconds']:.1f} s, server peak RSS "
-                        f"{value['server_peak_rss_mib']:,.0f} MiB "
-                        f"({value['body_mb']:.0f} MB body)" + stolen(value),
-                        "<= 3 s" if size == 100_000 else "<= 30 s, <= 2048 MiB",
-                    )
-                )
-    if markdown:
-        print("| figure | measured | target |")
-        print("|---|---|---|")
-        for name, measured, target in rows:
-            print(f"| {name} | {measured} | {target} |")
-        return
-    width = max(len(row[0]) for row in rows)
-    print()
-    load = results["load_before"]
-    print(f"load average before the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    print(f"{'figure':<{width}}  {'measured':<60}  target")
-    for name, measured, target in rows:
-        print(f"{name:<{width}}  {measured:<60}  {target}")
 
 
 if __name__ == "__main__":
