@@ -60,7 +60,8 @@ def measure(store: str, part: str, seconds: int, env: dict[str, str]) -> dict[st
         out = Path(tmp) / "run.json"
         command = [sys.executable, str(HERE / "run.py"), "--store", store, "--parts", part]
         # One round a run: the rounds, and which goes first, are this script's own.
-        command += ["--workers", "1", "--seconds", str(seconds), "--rounds", "1", "--json", str(out)]
+        command += ["--workers", "1", "--seconds", str(seconds), "--rounds", "1"]
+        command += ["--json", str(out)]
         path = os.pathsep.join(filter(None, [str(HOOKS), os.environ.get("PYTHONPATH")]))
         subprocess.run(
             command, env={**os.environ, **env, "PYTHONPATH": path}, check=True,
