@@ -210,3 +210,63 @@ def test_the_benchmarks_postgres_runs_with_those_settings_and_stops_when_done(
             return
         time.sleep(0.1)
     raise AssertionError(f"the benchmark's Postgres (pid {pid}) still runs")
+
+
+def test_each_ratio_is_against_an_echo_run_beside_it_which_goes_first_alternating(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run = benchmark("run")
+    order: list[str] = []
+
+    def echo(seconds: int) -> dict[str, float]:
+        order.append("echo")
+        return {"rps": 1000.0, "p99_us": 2000.0, "server_cpu_us_per_request": 100.0}
+
+    def ledger(db: str, seconds: int, **options: object) -> dict[str, object]:
+        order.append("ledger")
+        bet = {"rps": 600.0, "p99_us": 2400.0, "server_cpu_us_per_request": 300.0}
+        return {"workers": 1, "place_bet": bet}
+
+    monkeypatch.setattr(run, "bench_echo", echo)
+    monkeypatch.setattr(run, "bench_http", ledger)
+    options = {"hot": False, "workers": 1, "limits": False}
+    first = run.http_round("db", 1, echo_first=True, **options)
+    second = run.http_round("db", 1, echo_first=False, **options)
+    assert order == ["echo", "ledger", "ledger", "echo"]
+    for figure in (first, second):
+        assert (figure["ratio_throughput"], figure["ratio_p99"], figure["ratio_cpu"]) == (
+            0.6,
+            1.2,
+            3.0,
+        )
+
+
+def test_a_figure_is_its_median_round_whole_and_the_table_gives_every_round(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report = benchmark("report")
+
+    def round_(ratio: float, echo_rps: float) -> dict[str, object]:
+        bet = {
+            "rps": ratio * echo_rps,
+            "p50_us": 1000.0,
+            "p99_us": 3000.0,
+            "server_cpu_us_per_request": 400.0,
+            "loop_cpu_us_per_request": 200.0,
+            "machine_idle_share": 0.1,
+        }
+        echo = {"rps": echo_rps, "p99_us": 2000.0, "server_cpu_us_per_request": 100.0}
+        return {"workers": 1, "place_bet": bet, "echo": echo, "ratio_throughput": ratio,
+                "ratio_p99": 1.5, "ratio_cpu": 4.0}  # fmt: skip
+
+    runs = [round_(0.7, 9000.0), round_(0.5, 5000.0), round_(0.6, 7000.0)]
+    median = report.median_run(runs, "ratio_throughput")
+    assert median is runs[2]
+    results = {
+        "load_before": [0.0, 0.0, 0.0],
+        "stores": {"sqlite": {"a_http_1": {**median, "runs": runs}}},
+    }
+    report.report(results, markdown=True)
+    table = capsys.readouterr().out
+    assert "4,200 vs 7,000 req/s = 0.60 (median of 3 rounds: 0.70, 0.50, 0.60)" in table
+    assert "7,000 req/s (5,000 to 9,000)" in table
