@@ -11,8 +11,10 @@ pickled in batches of ``--batch`` by the pipe's own pickler (``ledger.writer.pip
 server sends them), unpickled, applied and their outcomes pickled as the child does. It prints
 the CPU microseconds a Place Bet of the whole loop (user and kernel) and of each phase (the
 thread's CPU inside each wrapped step; a phase inside another counts in both), and, on SQLite,
-how many pages of the write-ahead log a commit wrote. The first whole batches of at least 500
-Place Bets warm the caches and are not counted. One JSON object.
+each statement's (by its verb and table: SQLite runs in the calling thread, so that is the
+database's own work for it, triggers and checks included) and how many pages of the write-ahead
+log a commit wrote. The first whole batches of at least 500 Place Bets warm the caches and are
+not counted. One JSON object.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import collections
 import functools
 import gc
+import itertools
 import json
 import os
 import resource
@@ -37,6 +40,7 @@ import servers
 
 WARM = 500
 PHASES: collections.Counter[str] = collections.Counter()  # thread CPU ns per phase
+STATEMENTS: collections.Counter[str] = collections.Counter()  # thread CPU ns per statement
 
 
 def _timed(label: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -84,6 +88,43 @@ def instrument() -> None:
             ("commit: the chain's record", "seal_chain"),
         ):
             setattr(dialect, name, _timed(label, getattr(dialect, name)))
+    _time_statements()
+
+
+def statement_label(sql: str) -> str:
+    """A statement by its verb and first table: ``INSERT INTO bets``, ``SELECT FROM accounts``."""
+    words = sql.split()
+    if words[0].upper() == "SELECT":
+        after = [
+            word
+            for before, word in itertools.pairwise(words)
+            if before.upper() == "FROM" and not word.startswith("(")
+        ]
+        return f"SELECT FROM {after[0] if after else '?'}"
+    return " ".join(words[:3] if words[0].upper() in ("INSERT", "DELETE") else words[:2])
+
+
+def _time_statements() -> None:
+    """Time every statement the SQLite write path sends its driver (``driver.run``, imported by
+    name by each module that uses it)."""
+    from ledger.stores.sqlite import driver
+
+    original = driver.run
+
+    def run(connection: Any, sql: str, parameters: Any = (), *, many: bool = False) -> Any:
+        started = time.thread_time_ns()
+        try:
+            return original(connection, sql, parameters, many=many)
+        finally:
+            STATEMENTS[statement_label(sql)] += time.thread_time_ns() - started
+
+    for module in list(sys.modules.values()):
+        if (
+            module is not None
+            and module.__name__.startswith("ledger")
+            and (getattr(module, "run", None) is original)
+        ):
+            module.run = run  # type: ignore[attr-defined]
 
 
 def wal_frames(shm: int) -> int:
@@ -138,6 +179,7 @@ def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
         placed = sum(len(pipe.loads(message)) for message in counted)
         instrument()
         PHASES.clear()
+        STATEMENTS.clear()
         # One read of 4 bytes around each batch (the database's wal-index is there after the
         # warm-up), so that counting the log's pages costs the loop next to nothing.
         shm = (
@@ -177,6 +219,9 @@ def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
         },
     }
     if shm is not None:
+        result["statements_us_per_place_bet"] = {
+            label: round(ns / placed / 1000, 1) for label, ns in STATEMENTS.most_common()
+        }
         result["wal_pages_per_commit"] = round(frames / len(counted), 1)
     return result
 

@@ -74,7 +74,7 @@ def test_server_cpu_is_counted_over_the_process_and_its_children() -> None:
         child.wait()
 
 
-def test_writer_child_reports_its_cost_by_phase_and_the_log_pages_of_a_commit() -> None:
+def test_writer_child_reports_its_cost_by_phase_and_statement_and_its_commits_log_pages() -> None:
     done = subprocess.run(
         [
             sys.executable,
@@ -95,6 +95,10 @@ def test_writer_child_reports_its_cost_by_phase_and_the_log_pages_of_a_commit() 
     phases = figures["phases_us_per_place_bet"]
     for phase in ("commit", "post (transactions, postings, balances)", "delivery journal"):
         assert phases[phase] > 0
+    # On SQLite, what each statement cost, by verb and table.
+    statements = figures["statements_us_per_place_bet"]
+    for statement in ("INSERT INTO bets", "INSERT INTO postings", "UPDATE accounts"):
+        assert statements[statement] > 0
     # Every commit appends at least the pages of the rows it wrote, and a Place Bet writes rows
     # into several tables.
     assert figures["wal_pages_per_commit"] >= 5
