@@ -260,8 +260,8 @@ def test_a_figure_is_its_median_round_whole_and_the_table_gives_every_round(
             "machine_idle_share": 0.1,
         }
         echo = {"rps": echo_rps, "p99_us": 2000.0, "server_cpu_us_per_request": 100.0}
-        return {"workers": 1, "place_bet": bet, "echo": echo, "ratio_throughput": ratio,
-                "ratio_p99": 1.5, "ratio_cpu": 4.0}  # fmt: skip
+        ratios = {"ratio_throughput": ratio, "ratio_p99": 1.5, "ratio_cpu": 4.0}
+        return {"workers": 1, "place_bet": bet, "echo": echo, **ratios}
 
     runs = [round_(0.7, 9000.0), round_(0.5, 5000.0), round_(0.6, 7000.0)]
     median = report.median_run(runs, "ratio_throughput")
