@@ -104,6 +104,31 @@ def test_writer_child_reports_its_cost_by_phase_and_statement_and_its_commits_lo
     assert figures["wal_pages_per_commit"] >= 5
 
 
+def test_writer_child_places_new_bets_on_a_database_measured_before(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'measured.db'}"
+    for _ in range(2):
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(BENCHMARKS / "writer_child.py"),
+                "--place-bets",
+                "64",
+                "--batch",
+                "16",
+                "--db",
+                database,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        # Re-sends of the first run's bets would write no bet and no posting.
+        statements = json.loads(done.stdout)["statements_us_per_place_bet"]
+        assert statements["INSERT INTO bets"] > 0
+        assert statements["INSERT INTO postings"] > 0
+
+
 def test_the_machines_idle_share_is_what_the_cores_left_unused() -> None:
     accounting = benchmark("accounting")
     assert accounting.idle_share((1000, 400, 0), (1400, 500, 0)) == pytest.approx(0.25)
