@@ -5,7 +5,6 @@ and limits its users need."""
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import shutil
@@ -102,7 +101,12 @@ def echo_server(port: int) -> contextlib.AbstractContextManager[Any]:
     return server(command, port, {})
 
 
-_RUNS = itertools.count(1)  # every wrk run places bets with uids of its own
+def first_uid() -> int:
+    """The first bet uid of a wrk run: the clock's milliseconds times 1,000. No run re-sends
+    an earlier run's bets, in this process or in another on a database measured before
+    (``--db``): a run of d seconds starts its successor's uids d * 10**6 higher, more than it
+    places. Below 2**53 for centuries, so the wrk script's Lua numbers hold every uid exactly."""
+    return time.time_ns() // 1_000_000 * 1_000
 
 
 def wrk(
@@ -121,7 +125,7 @@ def wrk(
     command = [
         "wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s",
         "-s", str(HERE / "place_bet.lua"), f"http://127.0.0.1:{port}",
-        "--", auth_header(), str(users), path, str(next(_RUNS) * 10_000_000_000),
+        "--", auth_header(), str(users), path, str(first_uid()),
     ]  # fmt: skip
     cpu_before = tree_cpu_seconds(pid) if pid is not None else (0.0, 0.0)
     db_before = tree_cpu_seconds(database, reaped=True)[0] if database is not None else 0.0

@@ -161,6 +161,24 @@ def test_the_place_bet_body_of_the_embedded_benchmarks_is_the_one_wrk_sends() ->
     assert servers.place_bet_body(uid) == (template % (uid % servers.USERS, uid, uid)).encode()
 
 
+def test_no_wrk_run_resends_the_bets_of_an_earlier_run_of_any_process() -> None:
+    servers = benchmark("servers")
+    first = servers.first_uid()
+    time.sleep(0.01)
+    # Ten milliseconds later: room for ten thousand bets a second of the run between.
+    assert servers.first_uid() >= first + 10_000
+    later = subprocess.run(
+        [sys.executable, "-c", "import servers; print(servers.first_uid())"],
+        cwd=BENCHMARKS,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert int(later.stdout) > first
+    # Every uid a run sends stays exact in the wrk script's Lua numbers (doubles).
+    assert first + 10**9 < 2**53
+
+
 def test_cli_start_compares_each_command_with_its_baseline(tmp_path: Path) -> None:
     out = tmp_path / "cli.json"
     done = subprocess.run(
