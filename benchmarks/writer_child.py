@@ -144,9 +144,9 @@ def measure(url: str, batch: int, place_bets: int) -> dict[str, Any]:
         for n in range(servers.USERS):
             book.deposit(f"u{n}", "EUR", "100000000.00", f"fund-{n}")
         warm = -(-WARM // batch)  # batches
-        # Bets of their own on every run: on a database measured before (--db), the same uids
-        # would be re-sends, answered from the journal with no bet, posting or event written.
-        first = time.time_ns() // 1_000
+        # Bets of their own on every run, numbered as wrk's are: on a database measured before
+        # (--db), the same uids would be re-sends, answered with no bet, posting or event written.
+        first = servers.first_uid()
         commands = [
             book._place_command(
                 servers.place_bet_body(uid),
