@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from accounting import stolen
+from accounting import disk_wait, stolen
 from servers import USERS
 
 
@@ -84,6 +84,7 @@ def _http_rows(store: str, http: dict[str, Any]) -> list[tuple[str, str, str]]:
             f"{bet['server_cpu_us_per_request']:.0f} us = {http['ratio_cpu']:.2f} x echo "
             f"(event loop {bet['loop_cpu_us_per_request']:.0f} us); "
             f"machine idle {bet['machine_idle_share']:.0%} (echo {echo_idle:.0%})"
+            + disk_wait(bet, http["echo"])
             + stolen(bet, http["echo"]),
             "",
         )
@@ -137,7 +138,7 @@ def report(results: dict[str, Any], *, markdown: bool = False) -> None:
                         f"(c) {store}: settle of {size:,} over HTTP",
                         f"{value['seconds']:.1f} s, server peak RSS "
                         f"{value['server_peak_rss_mib']:,.0f} MiB "
-                        f"({value['body_mb']:.0f} MB body)" + stolen(value),
+                        f"({value['body_mb']:.0f} MB body)" + disk_wait(value) + stolen(value),
                         "<= 3 s" if size == 100_000 else "<= 30 s, <= 2048 MiB",
                     )
                 )

@@ -38,6 +38,7 @@ import databases
 import httpx
 from accounting import (
     database_pid,
+    disk_wait_share,
     machine,
     machine_ticks,
     peak_rss_mib,
@@ -318,7 +319,9 @@ def bench_settle(db: str, participants: int) -> dict[str, Any]:
             timeout=600,
         )
         seconds = time.perf_counter() - started
-        steal = steal_share(machine_before, machine_ticks())
+        machine_after = machine_ticks()
+        steal = steal_share(machine_before, machine_after)
+        disk = disk_wait_share(machine_before, machine_after)
         cpu = tree_cpu_seconds(process.pid)[0] - cpu
         rss = peak_rss_mib(process.pid)
         response.raise_for_status()
@@ -332,6 +335,7 @@ def bench_settle(db: str, participants: int) -> dict[str, Any]:
         "server_cpu_seconds": cpu,
         "server_peak_rss_mib": rss,
         "machine_steal_share": steal,
+        "machine_disk_wait_share": disk,
     }
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from accounting import idle_share, machine_ticks, steal_share, tree_cpu_seconds
+from accounting import disk_wait_share, idle_share, machine_ticks, steal_share, tree_cpu_seconds
 
 HERE = Path(__file__).resolve().parent
 
@@ -137,6 +137,7 @@ def wrk(
     data["rps"] = data["requests"] / (data["duration_us"] / 1e6)
     data["machine_idle_share"] = idle_share(machine_before, machine_after)
     data["machine_steal_share"] = steal_share(machine_before, machine_after)
+    data["machine_disk_wait_share"] = disk_wait_share(machine_before, machine_after)
     if pid is not None:
         cpu_after = tree_cpu_seconds(pid)
         requests = max(1, data["requests"])

@@ -131,24 +131,36 @@ def test_writer_child_places_new_bets_on_a_database_measured_before(tmp_path: Pa
 
 def test_the_machines_idle_share_is_what_the_cores_left_unused() -> None:
     accounting = benchmark("accounting")
-    assert accounting.idle_share((1000, 400, 0), (1400, 500, 0)) == pytest.approx(0.25)
+    assert accounting.idle_share((1000, 400, 0, 0), (1400, 500, 0, 0)) == pytest.approx(0.25)
     assert (
-        accounting.idle_share((1000, 400, 0), (1000, 400, 0)) == 0
+        accounting.idle_share((1000, 400, 0, 0), (1000, 400, 0, 0)) == 0
     )  # no tick between: nothing to say
-    total, idle, stolen = accounting.machine_ticks()
+    total, idle, stolen, disk = accounting.machine_ticks()
     assert total >= idle + stolen
-    assert idle >= 0
+    assert idle >= disk >= 0
     assert stolen >= 0
 
 
 def test_the_stolen_share_is_the_hypervisors_part_of_all_cores_time() -> None:
     accounting = benchmark("accounting")
-    assert accounting.steal_share((1000, 400, 10), (1400, 500, 30)) == pytest.approx(0.05)
-    assert accounting.steal_share((1000, 400, 10), (1000, 400, 10)) == 0
+    assert accounting.steal_share((1000, 400, 10, 0), (1400, 500, 30, 0)) == pytest.approx(0.05)
+    assert accounting.steal_share((1000, 400, 10, 0), (1000, 400, 10, 0)) == 0
     figure, echo = {"machine_steal_share": 0.11}, {"machine_steal_share": 0.17}
     assert accounting.stolen(figure, echo) == ", stolen 11% (echo 17%)"
     assert accounting.stolen(figure) == ", stolen 11%"
     assert accounting.stolen({}, echo) == ""  # a results file from before the steal was measured
+
+
+def test_the_disk_wait_is_the_part_of_idle_time_a_process_waited_for_the_disk() -> None:
+    accounting = benchmark("accounting")
+    before, after = (1000, 400, 0, 100), (1400, 500, 0, 140)
+    assert accounting.disk_wait_share(before, after) == pytest.approx(0.10)
+    assert accounting.disk_wait_share(before, after) <= accounting.idle_share(before, after)
+    assert accounting.disk_wait_share(before, before) == 0
+    figure, echo = {"machine_disk_wait_share": 0.09}, {"machine_disk_wait_share": 0.0}
+    assert accounting.disk_wait(figure, echo) == ", disk wait 9% (echo 0%)"
+    assert accounting.disk_wait(figure) == ", disk wait 9%"
+    assert accounting.disk_wait({}, echo) == ""  # a results file from before it was measured
 
 
 def test_the_place_bet_body_of_the_embedded_benchmarks_is_the_one_wrk_sends() -> None:
