@@ -118,24 +118,23 @@ def disk_wait_share(before: Ticks, after: Ticks) -> float:
 
 
 def disk_wait(figure: dict[str, Any], baseline: dict[str, Any] | None = None) -> str:
-    """The text ", disk wait 9% (echo 0%)" of a figure measured with it; nothing for a results
-    file written before it was measured."""
-    if "machine_disk_wait_share" not in figure:
-        return ""
-    text = f", disk wait {figure['machine_disk_wait_share']:.0%}"
-    if baseline is not None and "machine_disk_wait_share" in baseline:
-        text += f" (echo {baseline['machine_disk_wait_share']:.0%})"
-    return text
+    """The text ", disk wait 9% (echo 0%)" of a figure measured with it."""
+    return _share("disk wait", "machine_disk_wait_share", figure, baseline)
 
 
 def stolen(figure: dict[str, Any], baseline: dict[str, Any] | None = None) -> str:
-    """The text ", stolen 11% (echo 17%)" of a figure measured with the steal; nothing for a results
-    file written before it was measured."""
-    if "machine_steal_share" not in figure:
+    """The text ", stolen 11% (echo 17%)" of a figure measured with the steal."""
+    return _share("stolen", "machine_steal_share", figure, baseline)
+
+
+def _share(label: str, key: str, figure: dict[str, Any], baseline: dict[str, Any] | None) -> str:
+    """ ", <label> <share> (echo <share>)" from ``key`` of a figure and of its baseline; nothing
+    for a results file written before that share was measured."""
+    if key not in figure:
         return ""
-    text = f", stolen {figure['machine_steal_share']:.0%}"
-    if baseline is not None and "machine_steal_share" in baseline:
-        text += f" (echo {baseline['machine_steal_share']:.0%})"
+    text = f", {label} {figure[key]:.0%}"
+    if baseline is not None and key in baseline:
+        text += f" (echo {baseline[key]:.0%})"
     return text
 
 
