@@ -94,11 +94,17 @@ def machine_ticks() -> Ticks:
     return sum(fields), fields[3] + fields[4], fields[7], fields[4]
 
 
+def _part(before: Ticks, after: Ticks, index: int) -> float:
+    """Field ``index`` of two :func:`machine_ticks` as a share of all cores' time between them
+    (0 when no tick passed)."""
+    return (after[index] - before[index]) / max(1, after[0] - before[0])
+
+
 def idle_share(before: Ticks, after: Ticks) -> float:
     """The share of all cores' time left idle between two :func:`machine_ticks`: when it is
     large, a closed-loop load (64 connections, each waiting for its answer) is bound by a
     request's latency, not by the cores."""
-    return (after[1] - before[1]) / max(1, after[0] - before[0])
+    return _part(before, after, 1)
 
 
 def steal_share(before: Ticks, after: Ticks) -> float:
@@ -106,7 +112,7 @@ def steal_share(before: Ticks, after: Ticks) -> float:
     on a shared virtual machine the same code measured 27 and 37 s for one settle of a million
     within minutes; a figure taken while a few percent was stolen is not comparable with one
     taken at none."""
-    return (after[2] - before[2]) / max(1, after[0] - before[0])
+    return _part(before, after, 2)
 
 
 def disk_wait_share(before: Ticks, after: Ticks) -> float:
@@ -114,7 +120,7 @@ def disk_wait_share(before: Ticks, after: Ticks) -> float:
     two :func:`machine_ticks` (part of :func:`idle_share`): after a few settles of a million had
     written several GB, SQLite's (a) wrote 60 to 87 MB/s, waited up to 13% of the time, and its
     p99 went from 25-40 ms to 78-942 ms with the same code; a figure taken so is not the code's."""
-    return (after[3] - before[3]) / max(1, after[0] - before[0])
+    return _part(before, after, 3)
 
 
 def disk_wait(figure: dict[str, Any], baseline: dict[str, Any] | None = None) -> str:
